@@ -1,0 +1,2 @@
+//! vNV-Heap benchmarks (work in progress, see issue 5).
+fn main() {}
