@@ -86,8 +86,15 @@ mod tests {
     #[test]
     fn ranges_inside_the_device_are_accepted_and_others_rejected() {
         assert_eq!(check_range(0, 16, 16), Ok(()));
-        assert_eq!(check_range(16, 0, 16), Ok(()), "an empty access at the end is fine");
-        assert!(check_range(1, 16, 16).is_err(), "one byte past the end must fail");
+        assert_eq!(
+            check_range(16, 0, 16),
+            Ok(()),
+            "an empty access at the end is fine"
+        );
+        assert!(
+            check_range(1, 16, 16).is_err(),
+            "one byte past the end must fail"
+        );
         assert!(
             check_range(u32::MAX, 2, u32::MAX).is_err(),
             "offset + len must not wrap around"

@@ -93,7 +93,14 @@ mod tests {
         let mut out = [0u8; 2];
         nvm.read(30, &mut out).unwrap();
         assert_eq!(out, [1, 2]);
-        assert!(nvm.write(31, &[1, 2]).is_err(), "a write past the window must fail");
-        assert_eq!(nvm.stores(), 1, "only the successful write counts as a store");
+        assert!(
+            nvm.write(31, &[1, 2]).is_err(),
+            "a write past the window must fail"
+        );
+        assert_eq!(
+            nvm.stores(),
+            1,
+            "only the successful write counts as a store"
+        );
     }
 }

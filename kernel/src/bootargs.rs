@@ -1,0 +1,136 @@
+//! Boot options: the `amber.*` words of the kernel command line (`/chosen/bootargs`).
+//!
+//! | option                 | meaning                                                  |
+//! |------------------------|----------------------------------------------------------|
+//! | `amber.format`         | format the NVM whatever it holds (xtask `run --format`)  |
+//! | `amber.log=LEVEL`      | `error`, `warn`, `info` (default), `debug` or `trace`    |
+//! | `amber.test=idle`      | exit with success after 10 timer ticks and one UART byte |
+//! | `amber.test=nvm-stress`| rewrite the boot record forever, printing the count      |
+//! | `amber.test=panic`     | panic on purpose (tests the panic path)                  |
+//!
+//! Words that do not start with `amber.` belong to someone else and are ignored; an
+//! `amber.` word this file does not know is an error, so a typo never goes unnoticed.
+//! Parsing must never panic, whatever the command line holds.
+
+use core::fmt;
+use log::LevelFilter;
+
+/// What the kernel does after boot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Boot and idle.
+    Normal,
+    /// Prove that timer and external interrupts arrive, then exit with success.
+    IdleTest,
+    /// Rewrite NVM in a loop, for power-cut tests.
+    NvmStress,
+    /// Panic on purpose.
+    PanicTest,
+}
+
+/// The parsed options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BootArgs {
+    pub format: bool,
+    pub log: LevelFilter,
+    pub mode: Mode,
+}
+
+impl Default for BootArgs {
+    fn default() -> Self {
+        BootArgs {
+            format: false,
+            log: LevelFilter::Info,
+            mode: Mode::Normal,
+        }
+    }
+}
+
+/// A command line word the kernel refuses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BootArgError<'a> {
+    /// An `amber.` option that does not exist.
+    UnknownOption(&'a str),
+    /// A known option with a value it does not take.
+    BadValue { option: &'a str, value: &'a str },
+}
+
+impl fmt::Display for BootArgError<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BootArgError::UnknownOption(o) => write!(f, "unknown boot option `{o}`"),
+            BootArgError::BadValue { option, value } => {
+                write!(
+                    f,
+                    "boot option `{option}` does not take the value `{value}`"
+                )
+            }
+        }
+    }
+}
+
+/// Parses a kernel command line.
+pub fn parse(cmdline: &str) -> Result<BootArgs, BootArgError<'_>> {
+    let mut args = BootArgs::default();
+    for word in cmdline.split_ascii_whitespace() {
+        let Some(option) = word.strip_prefix("amber.") else {
+            continue;
+        };
+        let (name, value) = match option.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (option, None),
+        };
+        let bad = || BootArgError::BadValue {
+            option: word,
+            value: value.unwrap_or(""),
+        };
+        match (name, value) {
+            ("format", None) => args.format = true,
+            ("log", Some(v)) => args.log = v.parse().map_err(|_| bad())?,
+            ("test", Some("idle")) => args.mode = Mode::IdleTest,
+            ("test", Some("nvm-stress")) => args.mode = Mode::NvmStress,
+            ("test", Some("panic")) => args.mode = Mode::PanicTest,
+            ("format" | "log" | "test", _) => return Err(bad()),
+            _ => return Err(BootArgError::UnknownOption(word)),
+        }
+    }
+    Ok(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_command_line_gives_the_defaults() {
+        assert_eq!(parse(""), Ok(BootArgs::default()));
+    }
+
+    #[test]
+    fn every_documented_option_is_understood() {
+        let a = parse("console=ttyS0 amber.format amber.log=debug amber.test=nvm-stress").unwrap();
+        assert!(a.format);
+        assert_eq!(a.log, LevelFilter::Debug);
+        assert_eq!(a.mode, Mode::NvmStress);
+        assert_eq!(parse("amber.test=idle").unwrap().mode, Mode::IdleTest);
+        assert_eq!(parse("amber.test=panic").unwrap().mode, Mode::PanicTest);
+    }
+
+    #[test]
+    fn typos_and_bad_values_are_refused_by_name() {
+        assert_eq!(
+            parse("amber.fromat"),
+            Err(BootArgError::UnknownOption("amber.fromat"))
+        );
+        assert_eq!(
+            parse("amber.test=fly"),
+            Err(BootArgError::BadValue {
+                option: "amber.test=fly",
+                value: "fly"
+            })
+        );
+        assert!(parse("amber.log=loud").is_err());
+        assert!(parse("amber.format=yes").is_err(), "format takes no value");
+        assert!(parse("amber.test").is_err(), "test needs a value");
+    }
+}
