@@ -130,7 +130,7 @@ fn nvm_stress(nvm: &mut MmioNvm, header: &mut NvmHeader) -> ! {
         header
             .update(nvm, rec)
             .unwrap_or_else(|e| fatal(ExitCode::NvmIo, e));
-        if rec.stress % STRESS_PRINT_EVERY == 0 {
+        if rec.stress.is_multiple_of(STRESS_PRINT_EVERY) {
             info!("nvm-stress: committed {}", rec.stress);
         }
     }

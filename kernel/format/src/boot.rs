@@ -119,6 +119,26 @@ impl NvmHeader {
     }
 }
 
+/// Reads both boot record slots of a device with this superblock, without changing
+/// anything: `Some((seq, record))` for each slot that passes its checksum. For tools
+/// that inspect an image.
+pub fn boot_record_slots(
+    nvm: &mut impl Nvm,
+    superblock: &Superblock,
+) -> Result<[Option<(u64, BootRecord)>; 2], NvmError> {
+    let record = DualRecord::<BOOT_PAYLOAD> {
+        base: superblock.boot_record.offset,
+    };
+    let slot = |nvm: &mut _, i| {
+        Ok::<_, NvmError>(
+            record
+                .read_slot(nvm, i)?
+                .map(|(seq, p)| (seq, BootRecord::decode(&p))),
+        )
+    };
+    Ok([slot(nvm, 0)?, slot(nvm, 1)?])
+}
+
 /// Opens the device: reads the superblock and boot record, formatting as `policy` allows.
 pub fn open(nvm: &mut impl Nvm, policy: FormatPolicy) -> Result<(NvmHeader, Opened), OpenError> {
     if policy == FormatPolicy::Always {

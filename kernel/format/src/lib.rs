@@ -21,7 +21,7 @@ mod boot;
 mod dual;
 mod superblock;
 
-pub use boot::{open, BootRecord, FormatPolicy, NvmHeader, OpenError, Opened};
+pub use boot::{boot_record_slots, open, BootRecord, FormatPolicy, NvmHeader, OpenError, Opened};
 pub use dual::{DualRecord, Newest};
 pub use superblock::{Region, Superblock, SuperblockError, FORMAT_VERSION, MAGIC, SUPERBLOCK_LEN};
 

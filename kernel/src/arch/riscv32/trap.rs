@@ -22,7 +22,7 @@ pub struct TrapFrame {
 }
 
 const FRAME_SIZE: usize = core::mem::size_of::<TrapFrame>();
-const _: () = assert!(FRAME_SIZE == 144 && FRAME_SIZE % 16 == 0);
+const _: () = assert!(FRAME_SIZE == 144 && FRAME_SIZE.is_multiple_of(16));
 
 core::arch::global_asm!(
     r#"

@@ -1,0 +1,188 @@
+//! The QEMU machine Amber runs on, in one place for `xtask` and the integration tests.
+//!
+//! It finds `qemu-system-riscv32` (naming the Debian package when it is missing) and
+//! builds the command line: `virt`, an RV32IMC CPU (no A, F, D or H extension, so a
+//! stray atomic or float instruction traps here before it does on an ESP32-C3), no
+//! firmware, and the NVM as an `ivshmem-plain` device over a host file with
+//! `share=on`, so that every guest store lands in the file at once and a SIGKILL of
+//! QEMU is a power cut. This crate only builds commands; it never runs one.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The QEMU binary.
+pub const QEMU: &str = "qemu-system-riscv32";
+/// The Debian package that provides it.
+pub const QEMU_PACKAGE: &str = "qemu-system-misc";
+/// Default size of the NVM image.
+pub const DEFAULT_NVM_SIZE: u64 = 4 << 20;
+
+/// QEMU is not installed.
+#[derive(Debug)]
+pub struct QemuMissing;
+
+impl fmt::Display for QemuMissing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{QEMU} was not found on PATH. Install it with `apt-get install {QEMU_PACKAGE}` \
+             (Debian/Ubuntu package {QEMU_PACKAGE})"
+        )
+    }
+}
+
+impl std::error::Error for QemuMissing {}
+
+/// Finds `qemu-system-riscv32` on `PATH`.
+pub fn find_qemu() -> Result<PathBuf, QemuMissing> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(QEMU))
+        .find(|p| p.is_file())
+        .ok_or(QemuMissing)
+}
+
+/// Where the console goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Console {
+    /// The terminal, with QEMU's monitor multiplexed (Ctrl-A X quits): for people.
+    Terminal,
+    /// Plain stdin/stdout, no monitor: for programs that drive the console.
+    Stdio,
+}
+
+/// One QEMU `virt` machine running Amber.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    pub kernel: PathBuf,
+    /// The NVM image file and its size; `None` boots without an NVM device.
+    pub nvm: Option<(PathBuf, u64)>,
+    /// Kernel command line (`amber.*` options).
+    pub bootargs: String,
+    /// Count instructions (`-icount shift=0,sleep=off`): guest time becomes a function
+    /// of retired instructions, so runs and measurements repeat exactly.
+    pub icount: bool,
+    pub console: Console,
+}
+
+impl Machine {
+    pub fn new(kernel: impl Into<PathBuf>) -> Self {
+        Machine {
+            kernel: kernel.into(),
+            nvm: None,
+            bootargs: String::new(),
+            icount: false,
+            console: Console::Stdio,
+        }
+    }
+
+    pub fn nvm(mut self, image: impl Into<PathBuf>, size: u64) -> Self {
+        self.nvm = Some((image.into(), size));
+        self
+    }
+
+    pub fn bootargs(mut self, args: &str) -> Self {
+        self.bootargs = args.to_owned();
+        self
+    }
+
+    /// The arguments after the binary name.
+    pub fn args(&self) -> Vec<String> {
+        let mut a: Vec<String> = [
+            "-machine",
+            "virt",
+            "-cpu",
+            "rv32,a=false,f=false,d=false,h=false",
+            "-smp",
+            "1",
+            "-m",
+            "128M",
+            "-bios",
+            "none",
+            "-no-reboot",
+        ]
+        .map(String::from)
+        .into();
+        match self.console {
+            Console::Terminal => a.push("-nographic".into()),
+            Console::Stdio => a.extend(
+                ["-display", "none", "-monitor", "none", "-serial", "stdio"].map(String::from),
+            ),
+        }
+        a.push("-kernel".into());
+        a.push(self.kernel.display().to_string());
+        if !self.bootargs.is_empty() {
+            a.push("-append".into());
+            a.push(self.bootargs.clone());
+        }
+        if let Some((image, size)) = &self.nvm {
+            a.push("-object".into());
+            a.push(format!(
+                "memory-backend-file,id=nvm,mem-path={},size={size},share=on",
+                image.display()
+            ));
+            a.push("-device".into());
+            a.push("ivshmem-plain,memdev=nvm".into());
+        }
+        if self.icount {
+            a.push("-icount".into());
+            a.push("shift=0,sleep=off".into());
+        }
+        a
+    }
+
+    /// The command, with the binary found on `PATH`.
+    pub fn command(&self) -> Result<Command, QemuMissing> {
+        let mut c = Command::new(find_qemu()?);
+        c.args(self.args());
+        Ok(c)
+    }
+}
+
+/// Creates a zero-filled NVM image of `size` bytes if `path` does not exist (a blank
+/// device, which the kernel formats on first boot). An existing file is left as is.
+pub fn ensure_nvm_image(path: &Path, size: u64) -> std::io::Result<bool> {
+    if path.exists() {
+        return Ok(false);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::File::create(path)?.set_len(size)?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_machine_is_rv32imc_without_firmware_and_the_nvm_is_shared_with_the_file() {
+        let args = Machine::new("k.elf")
+            .nvm("/tmp/n.img", 4096)
+            .args()
+            .join(" ");
+        assert!(
+            args.contains("-cpu rv32,a=false,f=false,d=false,h=false"),
+            "{args}"
+        );
+        assert!(args.contains("-bios none"), "{args}");
+        assert!(
+            args.contains("mem-path=/tmp/n.img,size=4096,share=on"),
+            "without share=on nothing persists: {args}"
+        );
+        assert!(args.contains("ivshmem-plain,memdev=nvm"), "{args}");
+    }
+
+    #[test]
+    fn an_existing_image_is_never_replaced() {
+        let dir = std::env::temp_dir().join(format!("amber-qemu-test-{}", std::process::id()));
+        let img = dir.join("nvm.img");
+        assert!(ensure_nvm_image(&img, 8192).unwrap());
+        std::fs::write(&img, b"keep").unwrap();
+        assert!(!ensure_nvm_image(&img, 8192).unwrap());
+        assert_eq!(std::fs::read(&img).unwrap(), b"keep");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,228 @@
+//! The harness for QEMU integration tests: boot Amber, read its console line by line,
+//! send it bytes, cut its power (SIGKILL), and read its exit code.
+//!
+//! Every wait has a timeout, and every failure panics with the whole console
+//! transcript, so a red test says what the kernel printed. The kernel ELF comes from
+//! `AMBER_KERNEL`, which `cargo xtask test` sets after building it. The harness must
+//! never decide what a test asserts; it only drives and reports.
+
+use amber_qemu::Machine;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Default bound on any single wait.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The kernel ELF to boot.
+pub fn kernel() -> PathBuf {
+    match std::env::var_os("AMBER_KERNEL") {
+        Some(p) => PathBuf::from(p),
+        None => panic!(
+            "AMBER_KERNEL is not set: run the integration tests with `cargo xtask test`, \
+             which builds the kernel for riscv32imc first"
+        ),
+    }
+}
+
+/// A scratch directory for one test, under `target/amber-tests/`, emptied first.
+pub fn scratch(test: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/amber-tests")
+        .join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("cannot create the test's scratch directory");
+    dir
+}
+
+/// A machine with an NVM image at `image` of the default size.
+pub fn machine(image: &Path, bootargs: &str) -> Machine {
+    Machine::new(kernel())
+        .nvm(image, amber_qemu::DEFAULT_NVM_SIZE)
+        .bootargs(bootargs)
+}
+
+/// A running QEMU.
+pub struct Qemu {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    transcript: Arc<Mutex<String>>,
+}
+
+fn pump(
+    from: impl Read + Send + 'static,
+    prefix: &'static str,
+    tx: std::sync::mpsc::Sender<String>,
+    log: Arc<Mutex<String>>,
+) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            let line = format!("{prefix}{}", line.trim_end_matches('\r'));
+            log.lock().unwrap().push_str(&format!("{line}\n"));
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+impl Qemu {
+    /// Starts the machine; the console is read continuously from then on.
+    pub fn boot(machine: &Machine) -> Qemu {
+        let mut cmd = machine.command().unwrap_or_else(|e| panic!("{e}"));
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start QEMU: {e}"));
+        let (tx, lines) = channel();
+        let transcript = Arc::new(Mutex::new(String::new()));
+        pump(
+            child.stdout.take().unwrap(),
+            "",
+            tx.clone(),
+            transcript.clone(),
+        );
+        pump(
+            child.stderr.take().unwrap(),
+            "qemu stderr: ",
+            tx,
+            transcript.clone(),
+        );
+        let stdin = child.stdin.take().unwrap();
+        Qemu {
+            child,
+            stdin,
+            lines,
+            transcript,
+        }
+    }
+
+    /// Everything the machine printed so far.
+    pub fn transcript(&self) -> String {
+        self.transcript.lock().unwrap().clone()
+    }
+
+    fn fail(&mut self, why: &str) -> ! {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::thread::sleep(Duration::from_millis(50));
+        panic!(
+            "{why}\n--- console transcript ---\n{}--- end ---",
+            self.transcript()
+        );
+    }
+
+    /// Waits for a console line containing `needle` and returns it.
+    pub fn expect(&mut self, needle: &str) -> String {
+        self.expect_within(needle, TIMEOUT)
+    }
+
+    /// As `expect`, with an explicit timeout.
+    pub fn expect_within(&mut self, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => self.fail(&format!(
+                    "no console line containing {needle:?} within {timeout:?}"
+                )),
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.fail(&format!("QEMU exited before printing {needle:?}"))
+                }
+            }
+        }
+    }
+
+    /// The next console line, if one arrives within `timeout`.
+    pub fn next_line(&mut self, timeout: Duration) -> Option<String> {
+        self.lines.recv_timeout(timeout).ok()
+    }
+
+    /// Sends bytes to the console UART.
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.stdin
+            .write_all(bytes)
+            .and_then(|_| self.stdin.flush())
+            .expect("console input");
+    }
+
+    /// Cuts power: SIGKILL, no warning to the guest. Returns once QEMU is gone.
+    pub fn kill(&mut self) {
+        // `Child::kill` sends SIGKILL on Unix.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits for QEMU to exit by itself and returns its exit code.
+    pub fn exit_code(&mut self) -> i32 {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => match status.code() {
+                    Some(code) => {
+                        // Let the readers drain what QEMU printed last.
+                        std::thread::sleep(Duration::from_millis(50));
+                        return code;
+                    }
+                    None => self.fail(&format!("QEMU died by a signal: {status}")),
+                },
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Ok(None) => self.fail(&format!("QEMU did not exit within {TIMEOUT:?}")),
+                Err(e) => self.fail(&format!("cannot wait for QEMU: {e}")),
+            }
+        }
+    }
+}
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The number after `key` in `line` (e.g. `number_after("boot 3,", "boot ")` = 3).
+pub fn number_after(line: &str, key: &str) -> Option<u64> {
+    let rest = &line[line.find(key)? + key.len()..];
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+/// A small seeded generator (xorshift64*) for reproducible random cut instants.
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded from `AMBER_SEED` when set, else from the clock; the seed is printed so a
+    /// failing run can be repeated.
+    pub fn from_env(test: &str) -> Rng {
+        let seed = std::env::var("AMBER_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+            });
+        eprintln!("{test}: seed {seed} (repeat with AMBER_SEED={seed})");
+        Rng(seed.max(1))
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
