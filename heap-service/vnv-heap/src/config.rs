@@ -1,0 +1,231 @@
+//! Configuration, the metadata each object costs, and the worst-case cost of persist.
+//!
+//! Everything here is computed from a [`Config`] alone, never from a heap's state: the
+//! bound must hold for every state the configuration allows. Keep [`wcec_bound`] in
+//! step with `VnvHeap::persist` in `heap.rs`; the tests measure one against the other.
+
+use crate::format::{ENTRY_BYTES, HALF_BYTES, HEADER_BYTES};
+
+/// How a heap is laid out and how much dirty state it may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Upper bound on the bytes `persist` writes for objects. Each dirty object counts
+    /// its size plus [`Config::DIRTY_OVERHEAD`] bytes (its entry half, the metadata
+    /// persist writes with it), as the paper counts metadata towards the limit.
+    pub max_dirty_bytes: u32,
+    /// Number of object ids (an array uses one per chunk). Fixed at format time.
+    pub max_objects: u16,
+    /// Byte offset of the heap on the storage device. Fixed at format time.
+    pub nvm_offset: u32,
+    /// Bytes of NVM for object data (each object keeps two copies, rounded to 32-byte
+    /// blocks). Fixed at format time.
+    pub nvm_data_bytes: u32,
+}
+
+impl Config {
+    /// Bytes each dirty object adds to the dirty count on top of its size.
+    pub const DIRTY_OVERHEAD: u32 = HALF_BYTES;
+
+    /// A configuration with the given dirty limit, 64 object ids, the heap at offset 0
+    /// and 16 KiB of NVM data area.
+    pub const fn new(max_dirty_bytes: u32) -> Config {
+        Config {
+            max_dirty_bytes,
+            max_objects: 64,
+            nvm_offset: 0,
+            nvm_data_bytes: 16 * 1024,
+        }
+    }
+
+    /// Bytes of NVM the heap occupies from offset 0 of the device, or `None` if the
+    /// configuration does not fit a 32-bit address space.
+    pub fn nvm_end(&self) -> Option<u32> {
+        crate::format::Layout::new(self.nvm_offset, self.max_objects, self.nvm_data_bytes)
+            .ok()
+            .map(|l| l.end())
+    }
+
+    /// Bytes of RAM the heap takes from the cache buffer for its bitmaps (before
+    /// alignment), leaving the rest for cached objects.
+    pub fn ram_metadata_bytes(&self, cache_len: usize) -> usize {
+        crate::bits::RamPlan::new(cache_len, self.max_objects, self.nvm_data_bytes / 32)
+            .map(|p| p.metadata_bytes())
+            .unwrap_or(cache_len)
+    }
+}
+
+/// RAM and NVM metadata each object costs (32-bit and 64-bit targets alike: the heap
+/// stores no pointers in its metadata).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetadataCost {
+    /// RAM bytes in front of each resident object in the cache: its id (2 bytes) and
+    /// state (2 bytes: dirty, mutably pinned, data offset, 13-bit reader count).
+    pub resident_bytes: u32,
+    /// RAM bytes per swapped-out object beyond the per-id bits: none, its description
+    /// is on NVM.
+    pub swapped_out_bytes: u32,
+    /// RAM bits per object id, resident or not, allocated or not (live, handle held).
+    pub bits_per_id: u32,
+    /// RAM bits per 8-byte cache unit (used, object start): the cache allocator.
+    pub bits_per_cache_unit: u32,
+    /// RAM bits per 32-byte NVM data block (used, freed since the last persist).
+    pub bits_per_nvm_block: u32,
+    /// NVM bytes per object id: the entry pair.
+    pub nvm_bytes_per_id: u32,
+}
+
+/// The metadata this implementation keeps.
+pub const METADATA: MetadataCost = MetadataCost {
+    resident_bytes: 4,
+    swapped_out_bytes: 0,
+    bits_per_id: 2,
+    bits_per_cache_unit: 2,
+    bits_per_nvm_block: 2,
+    nvm_bytes_per_id: ENTRY_BYTES,
+};
+
+/// Time and energy of storage operations, for turning a [`WcecBound`] into a duration
+/// and an energy.
+///
+/// An operation of `n` bytes costs `op + n * byte`; this must be an upper bound of the
+/// real cost of every operation size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CostModel {
+    pub read_op_ns: u64,
+    pub read_byte_ns: u64,
+    pub write_op_ns: u64,
+    pub write_byte_ns: u64,
+    pub flush_ns: u64,
+    pub read_op_nj: u64,
+    pub read_byte_nj: u64,
+    pub write_op_nj: u64,
+    pub write_byte_nj: u64,
+    pub flush_nj: u64,
+    /// CPU time persist spends per object it writes, beyond the storage operations.
+    pub cpu_per_object_ns: u64,
+    pub cpu_per_object_nj: u64,
+    /// CPU time persist spends once (scanning the cache, encoding the commit record).
+    pub cpu_fixed_ns: u64,
+    pub cpu_fixed_nj: u64,
+}
+
+impl CostModel {
+    /// Counts nothing: only the byte and operation counts of a bound are meaningful.
+    pub const ZERO: CostModel = CostModel {
+        read_op_ns: 0,
+        read_byte_ns: 0,
+        write_op_ns: 0,
+        write_byte_ns: 0,
+        flush_ns: 0,
+        read_op_nj: 0,
+        read_byte_nj: 0,
+        write_op_nj: 0,
+        write_byte_nj: 0,
+        flush_nj: 0,
+        cpu_per_object_ns: 0,
+        cpu_per_object_nj: 0,
+        cpu_fixed_ns: 0,
+        cpu_fixed_nj: 0,
+    };
+
+    /// The paper's set-up (section 7.1): ESP32-C3 at 160 MHz, MB85RS4MT FRAM on SPI at
+    /// 40 MHz, one SPI call per 4-byte word, 40 mA at 3.3 V (132 mW) worst case (7.4).
+    ///
+    /// Numbers and where they come from:
+    /// - one SPI call (one 4-byte word) takes 46.5 µs: the paper's bad-case `get_ref` of
+    ///   a 1024-byte object (figure 2) is within 0.5 % of the 12 ms baseline, about
+    ///   11.9 ms for 256 word calls. (The wire time of 8 bytes at 40 MHz is only 1.6 µs;
+    ///   the rest is driver overhead, so reads and writes cost the same.)
+    /// - per byte: 46.5 µs / 4 = 11 625 ns; per operation: one extra word call
+    ///   (46 500 ns), covering the partial last word, so `op + n * byte` bounds
+    ///   `ceil(n / 4)` calls.
+    /// - energy = time × 132 mW: 1 535 nJ per byte, 6 138 nJ per operation.
+    /// - flush: FRAM has no write cache, 0.
+    /// - CPU: 60 µs per object and 100 µs fixed, an estimate above the paper's 56 µs
+    ///   best-case reference retrieval (which includes finding a resident object); not
+    ///   measured on hardware.
+    pub const fn esp32c3_spi_fram() -> CostModel {
+        const WORD_NS: u64 = 46_500;
+        const BYTE_NS: u64 = WORD_NS / 4;
+        const MW: u64 = 132;
+        CostModel {
+            read_op_ns: WORD_NS,
+            read_byte_ns: BYTE_NS,
+            write_op_ns: WORD_NS,
+            write_byte_ns: BYTE_NS,
+            flush_ns: 0,
+            read_op_nj: WORD_NS * MW / 1000,
+            read_byte_nj: (BYTE_NS * MW).div_ceil(1000),
+            write_op_nj: WORD_NS * MW / 1000,
+            write_byte_nj: (BYTE_NS * MW).div_ceil(1000),
+            flush_nj: 0,
+            cpu_per_object_ns: 60_000,
+            cpu_per_object_nj: 60_000 * MW / 1000,
+            cpu_fixed_ns: 100_000,
+            cpu_fixed_nj: 100_000 * MW / 1000,
+        }
+    }
+}
+
+/// Worst-case cost of one `persist` call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WcecBound {
+    /// Objects written (at most).
+    pub objects: u64,
+    /// `Nvm::write` calls.
+    pub writes: u64,
+    /// Bytes passed to `Nvm::write`.
+    pub bytes_written: u64,
+    /// `Nvm::read` calls.
+    pub reads: u64,
+    /// Bytes passed to `Nvm::read`.
+    pub bytes_read: u64,
+    /// `Nvm::flush` calls (persist issues no `fence`).
+    pub flushes: u64,
+    /// Time under the cost model, nanoseconds.
+    pub time_ns: u64,
+    /// Energy under the cost model, nanojoules.
+    pub energy_nj: u64,
+}
+
+/// The worst-case storage traffic, time and energy of `VnvHeap::persist` under
+/// `config`, whatever the heap's state.
+///
+/// Derivation (see `persist` in `heap.rs`): each dirty object counts at least
+/// `1 + DIRTY_OVERHEAD` bytes towards `max_dirty_bytes`, so at most
+/// `D = max_dirty_bytes / (1 + DIRTY_OVERHEAD)` objects are dirty. Persist reads each
+/// one's entry pair (1 read of 32 bytes), writes its bytes and its entry half (2 writes,
+/// `size + 16` bytes, which sum to at most `max_dirty_bytes`), then flushes, writes the
+/// 32-byte commit record and flushes again.
+pub fn wcec_bound(config: &Config, cost: &CostModel) -> WcecBound {
+    let d = u64::from(config.max_dirty_bytes / (1 + Config::DIRTY_OVERHEAD));
+    let writes = 2 * d + 1;
+    let bytes_written = u64::from(config.max_dirty_bytes) + u64::from(HEADER_BYTES);
+    let reads = d;
+    let bytes_read = d * u64::from(ENTRY_BYTES);
+    let flushes = 2;
+    let time_ns = reads * cost.read_op_ns
+        + bytes_read * cost.read_byte_ns
+        + writes * cost.write_op_ns
+        + bytes_written * cost.write_byte_ns
+        + flushes * cost.flush_ns
+        + d * cost.cpu_per_object_ns
+        + cost.cpu_fixed_ns;
+    let energy_nj = reads * cost.read_op_nj
+        + bytes_read * cost.read_byte_nj
+        + writes * cost.write_op_nj
+        + bytes_written * cost.write_byte_nj
+        + flushes * cost.flush_nj
+        + d * cost.cpu_per_object_nj
+        + cost.cpu_fixed_nj;
+    WcecBound {
+        objects: d,
+        writes,
+        bytes_written,
+        reads,
+        bytes_read,
+        flushes,
+        time_ns,
+        energy_nj,
+    }
+}

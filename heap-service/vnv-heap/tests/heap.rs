@@ -1,0 +1,483 @@
+//! Behaviour of the heap through its public API: the properties issue 5 asks for.
+//!
+//! Each test name states a property; these tests must never reach into private state.
+
+mod common;
+
+use amber_nvm::sim::VecNvm;
+use common::{device, small_config, Counting};
+use vnv_heap::{wcec_bound, Config, CostModel, HeapError, ObjectId, VnvHeap, METADATA};
+
+#[test]
+fn values_round_trip_through_get_set_and_update() {
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let mut a = heap.alloc(41u32).unwrap();
+    assert_eq!(heap.get(&a).unwrap(), 41);
+    heap.set(&mut a, 7).unwrap();
+    assert_eq!(
+        heap.update(&mut a, |v| {
+            *v += 1;
+            *v
+        })
+        .unwrap(),
+        8
+    );
+    assert_eq!(*heap.get_ref(&a).unwrap(), 8);
+}
+
+#[test]
+fn a_reopened_heap_has_exactly_the_last_persisted_state() {
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let mut a = heap.alloc(1u64).unwrap();
+    let b = heap.alloc([9u8; 10]).unwrap();
+    heap.persist().unwrap();
+    heap.set(&mut a, 2).unwrap();
+    let c = heap.alloc(3u16).unwrap();
+    let (ida, idb, idc) = (a.into_id(), b.into_id(), c.into_id());
+    let image = heap.into_storage();
+
+    let heap = VnvHeap::open(image, &mut cache, config).unwrap();
+    let a = heap.handle_from_id::<u64>(ida).unwrap();
+    assert_eq!(heap.get(&a).unwrap(), 1, "the unpersisted set must be lost");
+    assert_eq!(
+        heap.get(&heap.handle_from_id::<[u8; 10]>(idb).unwrap())
+            .unwrap(),
+        [9; 10]
+    );
+    assert_eq!(
+        heap.handle_from_id::<u16>(idc).unwrap_err(),
+        HeapError::NoSuchObject { id: idc.raw() },
+        "an object allocated after the last persist must not exist after a reopen"
+    );
+}
+
+#[test]
+fn a_free_is_undone_by_a_reopen_before_persist_and_kept_after_it() {
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let a = heap.alloc(5u32).unwrap();
+    let id = a.id();
+    heap.persist().unwrap();
+    drop(a);
+    let heap = VnvHeap::open(heap.into_storage(), &mut cache, config).unwrap();
+    let a = heap.handle_from_id::<u32>(id).unwrap();
+    assert_eq!(
+        heap.get(&a).unwrap(),
+        5,
+        "a free after the last persist must be undone"
+    );
+    heap.free(a).unwrap();
+    heap.persist().unwrap();
+    let heap = VnvHeap::open(heap.into_storage(), &mut cache, config).unwrap();
+    assert!(matches!(
+        heap.handle_from_id::<u32>(id),
+        Err(HeapError::NoSuchObject { .. })
+    ));
+}
+
+#[test]
+fn a_wrong_id_or_type_is_an_error_never_a_misread() {
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let a = heap.alloc(5u32).unwrap();
+    let arr = heap.alloc_array(10, 4, 0u16).unwrap();
+    let (id, arr_id) = (a.into_id(), arr.into_id());
+    assert_eq!(
+        heap.handle_from_id::<i32>(id).unwrap_err(),
+        HeapError::TypeMismatch { id: id.raw() },
+        "same size, other type"
+    );
+    assert_eq!(
+        heap.handle_from_id::<u64>(id).unwrap_err(),
+        HeapError::TypeMismatch { id: id.raw() },
+        "other size"
+    );
+    assert!(
+        matches!(
+            heap.array_from_id::<u32>(id),
+            Err(HeapError::TypeMismatch { .. })
+        ),
+        "an object is no array"
+    );
+    assert!(
+        matches!(
+            heap.handle_from_id::<[u16; 4]>(arr_id),
+            Err(HeapError::TypeMismatch { .. })
+        ),
+        "a chunk is no object"
+    );
+    assert!(matches!(
+        heap.handle_from_id::<u32>(ObjectId::from_raw(31)),
+        Err(HeapError::NoSuchObject { .. })
+    ));
+    assert!(matches!(
+        heap.handle_from_id::<u32>(ObjectId::from_raw(9999)),
+        Err(HeapError::NoSuchObject { .. })
+    ));
+    let a = heap.handle_from_id::<u32>(id).unwrap();
+    assert_eq!(
+        heap.handle_from_id::<u32>(id).unwrap_err(),
+        HeapError::AlreadyHeld { id: id.raw() },
+        "two handles must never own one object"
+    );
+    assert_eq!(heap.get(&a).unwrap(), 5);
+    let arr = heap.array_from_id::<u16>(arr_id).unwrap();
+    assert_eq!((arr.len(), arr.chunk_len(), arr.chunk_count()), (10, 4, 3));
+}
+
+#[test]
+fn guards_on_different_objects_can_be_held_together() {
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let a = heap.alloc(1u32).unwrap();
+    let mut b = heap.alloc(2u32).unwrap();
+    let mut c = heap.alloc(3u32).unwrap();
+    let (bid, cid) = (b.id().raw(), c.id().raw());
+    let ra = heap.get_ref(&a).unwrap();
+    let ra2 = heap.get_ref(&a).unwrap();
+    let mut wb = heap.get_mut(&mut b).unwrap();
+    let mut wc = heap.get_mut(&mut c).unwrap();
+    *wb += *ra;
+    *wc += *ra2;
+    assert_eq!((*wb, *wc), (3, 4));
+    let err = heap.persist().unwrap_err();
+    assert!(
+        err == HeapError::MutablyBorrowed { id: bid }
+            || err == HeapError::MutablyBorrowed { id: cid },
+        "persist must refuse while a RefMut lives, got {err}"
+    );
+    drop((wb, wc, ra, ra2));
+    heap.persist().unwrap();
+    assert_eq!((heap.get(&b).unwrap(), heap.get(&c).unwrap()), (3, 4));
+}
+
+#[test]
+fn more_objects_than_the_cache_holds_are_swapped_in_and_out() {
+    let config = small_config(64);
+    let mut cache = [0u8; 160];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let cap = heap.cache_capacity();
+    let mut hs: Vec<_> = (0..20u64).map(|i| heap.alloc([i; 3]).unwrap()).collect();
+    assert!(
+        20 * 32 > cap,
+        "the test needs more object bytes ({}) than cache ({cap})",
+        20 * 32
+    );
+    for round in 0..3u64 {
+        for (i, h) in hs.iter_mut().enumerate() {
+            let want = [i as u64 + round; 3];
+            assert_eq!(heap.get(h).unwrap(), want, "object {i} in round {round}");
+            heap.set(h, [i as u64 + round + 1; 3]).unwrap();
+            assert!(
+                heap.dirty_bytes() <= config.max_dirty_bytes,
+                "the dirty limit must hold after every get_mut"
+            );
+        }
+    }
+    assert!(heap.resident_count() < 20, "not everything can be resident");
+}
+
+#[test]
+fn get_mut_writes_back_unpinned_dirty_objects_to_stay_under_the_limit() {
+    // Each u64 costs 8 + 16 = 24 dirty bytes; the limit allows two.
+    let config = small_config(48);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let mut hs: Vec<_> = (0..5u64).map(|i| heap.alloc(i).unwrap()).collect();
+    for h in hs.iter_mut() {
+        heap.update(h, |v| *v += 100).unwrap();
+        assert!(
+            heap.dirty_bytes() <= 48,
+            "dirty bytes {} exceed the limit",
+            heap.dirty_bytes()
+        );
+    }
+    assert_eq!(heap.dirty_bytes(), 48);
+    let got: Vec<u64> = hs.iter().map(|h| heap.get(h).unwrap()).collect();
+    assert_eq!(got, vec![100, 101, 102, 103, 104]);
+}
+
+#[test]
+fn get_mut_fails_cleanly_when_pinned_dirty_objects_fill_the_limit() {
+    let config = small_config(48);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let mut a = heap.alloc(1u64).unwrap();
+    let mut b = heap.alloc(2u64).unwrap();
+    let mut c = heap.alloc(3u64).unwrap();
+    let ga = heap.get_mut(&mut a).unwrap();
+    let gb = heap.get_mut(&mut b).unwrap();
+    assert_eq!(
+        heap.get_mut(&mut c).unwrap_err(),
+        HeapError::DirtyLimitExceeded {
+            needed: 24,
+            dirty: 48,
+            limit: 48
+        },
+        "two pinned dirty objects fill the limit; a third must be refused, not panic"
+    );
+    assert_eq!(heap.dirty_bytes(), 48, "the refused get_mut must not count");
+    drop((ga, gb));
+    heap.set(&mut c, 30).unwrap();
+    assert_eq!(heap.get(&c).unwrap(), 30);
+    let mut big = heap.alloc([0u8; 40]).unwrap();
+    assert_eq!(
+        heap.get_mut(&mut big).unwrap_err(),
+        HeapError::DirtyLimitExceeded {
+            needed: 56,
+            dirty: 48,
+            limit: 48
+        },
+        "an object larger than the limit can never be dirty"
+    );
+}
+
+#[test]
+fn a_cache_full_of_pinned_objects_refuses_a_load_with_an_error() {
+    let config = small_config(256);
+    let mut cache = [0u8; 128];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let cap = heap.cache_capacity();
+    let hs: Vec<_> = (0..cap / 8 + 1)
+        .map(|i| heap.alloc(i as u32).unwrap())
+        .collect();
+    let guards: Vec<_> = hs[..cap / 8]
+        .iter()
+        .map(|h| heap.get_ref(h).unwrap())
+        .collect();
+    assert_eq!(
+        heap.get_ref(&hs[cap / 8]).unwrap_err(),
+        HeapError::CacheFull { needed: 8 }
+    );
+    drop(guards);
+    assert_eq!(heap.get(&hs[cap / 8]).unwrap(), (cap / 8) as u32);
+}
+
+#[test]
+fn several_heaps_live_side_by_side_and_reject_each_others_handles() {
+    let config = small_config(256);
+    let (mut c1, mut c2) = ([0u8; 256], [0u8; 256]);
+    let h1 = VnvHeap::new(device(&config), &mut c1, config).unwrap();
+    let h2 = VnvHeap::new(device(&config), &mut c2, config).unwrap();
+    let a = h1.alloc(1u32).unwrap();
+    let b = h2.alloc(2u32).unwrap();
+    assert_eq!(h1.get(&a).unwrap() + h2.get(&b).unwrap(), 3);
+    assert_eq!(h1.get(&b).unwrap_err(), HeapError::WrongHeap);
+}
+
+#[test]
+fn arrays_track_dirtiness_per_chunk() {
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let mut arr = heap.alloc_array(100, 10, 0u32).unwrap();
+    heap.persist().unwrap();
+    heap.set_elem(&mut arr, 55, 7).unwrap();
+    assert_eq!(
+        heap.dirty_bytes(),
+        10 * 4 + Config::DIRTY_OVERHEAD,
+        "one element written: only its 40-byte chunk is dirty"
+    );
+    heap.set_elem(&mut arr, 59, 8).unwrap();
+    assert_eq!(
+        heap.dirty_bytes(),
+        40 + Config::DIRTY_OVERHEAD,
+        "same chunk: no more dirty bytes"
+    );
+    {
+        let mut chunk = heap.get_chunk_mut(&mut arr, 9).unwrap();
+        chunk[9] = 99;
+    }
+    assert_eq!(heap.dirty_bytes(), 2 * (40 + Config::DIRTY_OVERHEAD));
+    assert_eq!(
+        heap.get_elem(&arr, 100).unwrap_err(),
+        HeapError::IndexOutOfRange {
+            index: 100,
+            len: 100
+        }
+    );
+    heap.persist().unwrap();
+    let id = arr.into_id();
+    let heap = VnvHeap::open(heap.into_storage(), &mut cache, config).unwrap();
+    let arr = heap.array_from_id::<u32>(id).unwrap();
+    let all: Vec<u32> = (0..100).map(|i| heap.get_elem(&arr, i).unwrap()).collect();
+    let mut want = vec![0u32; 100];
+    want[55] = 7;
+    want[59] = 8;
+    want[99] = 99;
+    assert_eq!(all, want);
+    let last = heap.get_chunk(&arr, 9).unwrap();
+    assert_eq!(last.len(), 10);
+}
+
+#[test]
+fn an_array_with_a_short_last_chunk_keeps_its_length() {
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let mut arr = heap.alloc_array(7, 3, 1u8).unwrap();
+    heap.set_elem(&mut arr, 6, 2).unwrap();
+    heap.persist().unwrap();
+    let id = arr.into_id();
+    let heap = VnvHeap::open(heap.into_storage(), &mut cache, config).unwrap();
+    let arr = heap.array_from_id::<u8>(id).unwrap();
+    assert_eq!((arr.len(), arr.chunk_count()), (7, 3));
+    assert_eq!(heap.get_chunk(&arr, 2).unwrap().len(), 1);
+    assert_eq!(heap.get_elem(&arr, 6).unwrap(), 2);
+}
+
+#[test]
+fn corrupt_or_missing_commit_records_give_clear_errors() {
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let blank = device(&config);
+    assert_eq!(
+        VnvHeap::open(blank, &mut cache, config).err(),
+        Some(HeapError::NotFormatted)
+    );
+
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let _ = heap.alloc(1u8).unwrap().into_id();
+    heap.persist().unwrap();
+    let mut image = heap.into_storage().into_image();
+    image[8] ^= 0xff; // epoch of copy 0
+    image[32 + 8] ^= 0xff; // epoch of copy 1
+    let err = VnvHeap::open(VecNvm::from_image(image), &mut cache, config)
+        .err()
+        .unwrap();
+    assert_eq!(
+        err,
+        HeapError::CorruptMetadata {
+            at: 0,
+            what: "neither copy of the commit record is valid"
+        }
+    );
+    assert!(
+        err.to_string()
+            .contains("corrupt heap metadata at NVM offset 0x0"),
+        "message: {err}"
+    );
+}
+
+#[test]
+fn one_torn_commit_record_copy_falls_back_to_the_other() {
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let mut a = heap.alloc(1u8).unwrap();
+    heap.persist().unwrap(); // epoch 1 in copy 1
+    heap.set(&mut a, 2).unwrap();
+    heap.persist().unwrap(); // epoch 2 in copy 0
+    let id = a.into_id();
+    let mut image = heap.into_storage().into_image();
+    image[20] ^= 1; // reserved byte of copy 0: its checksum fails
+    let heap = VnvHeap::open(VecNvm::from_image(image), &mut cache, config).unwrap();
+    assert_eq!(heap.committed_epoch(), 1);
+    assert_eq!(
+        heap.get(&heap.handle_from_id::<u8>(id).unwrap()).unwrap(),
+        1
+    );
+}
+
+#[test]
+fn open_rejects_a_configuration_that_disagrees_with_the_stored_geometry() {
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let image = heap.into_storage();
+    let other = Config {
+        max_objects: 31,
+        ..config
+    };
+    assert_eq!(
+        VnvHeap::open(image, &mut cache, other).err(),
+        Some(HeapError::ConfigMismatch {
+            what: "max_objects",
+            stored: 32,
+            given: 31
+        })
+    );
+}
+
+#[test]
+fn resident_objects_cost_at_most_four_bytes_of_metadata() {
+    let per_resident = METADATA.resident_bytes;
+    assert!(
+        per_resident <= 4,
+        "issue 5 targets at most 4 bytes per resident object, got {per_resident}"
+    );
+    assert_eq!(METADATA.swapped_out_bytes, 0);
+    // Check the claim against the cache: a 4-byte object plus its header fills exactly
+    // one 8-byte unit, so the cache holds capacity / 8 of them at once.
+    let config = small_config(256);
+    let mut cache = [0u8; 256];
+    let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
+    let n = heap.cache_capacity() / 8;
+    let hs: Vec<_> = (0..n).map(|i| heap.alloc(i as u32).unwrap()).collect();
+    assert_eq!(
+        heap.resident_count(),
+        n,
+        "every 4-byte object must fit in 8 bytes of cache"
+    );
+    let _guards: Vec<_> = hs.iter().map(|h| heap.get_ref(h).unwrap()).collect();
+    assert_eq!(heap.resident_count(), n);
+    let used = config.ram_metadata_bytes(256) + heap.cache_capacity();
+    assert!(
+        used <= 256 && used + 8 > 256,
+        "bitmaps plus arena must use the buffer up to alignment, used {used}"
+    );
+}
+
+#[test]
+fn a_storage_error_poisons_the_heap() {
+    use amber_nvm::sim::{Cut, PowerCut};
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let nvm = PowerCut::at(
+        device(&config),
+        Cut {
+            at_store: 7,
+            keep_bytes: 0,
+        },
+    );
+    let heap = VnvHeap::new(nvm, &mut cache, config)
+        .expect("formatting takes 7 stores; the cut is at the 8th");
+    let err = heap.alloc(1u32).err().unwrap();
+    assert!(matches!(err, HeapError::Storage(_)), "{err}");
+    assert_eq!(heap.alloc(2u32).err(), Some(HeapError::Poisoned));
+    assert_eq!(heap.persist(), Err(HeapError::Poisoned));
+}
+
+#[test]
+fn the_persist_bound_is_derived_from_the_dirty_limit() {
+    let config = small_config(170);
+    let b = wcec_bound(&config, &CostModel::ZERO);
+    assert_eq!(b.objects, 10, "each dirty object counts at least 17 bytes");
+    assert_eq!(b.bytes_written, 170 + 32);
+    assert_eq!(b.writes, 21);
+    assert_eq!((b.time_ns, b.energy_nj), (0, 0));
+    let t = wcec_bound(&config, &CostModel::esp32c3_spi_fram());
+    assert!(t.time_ns > 0 && t.energy_nj > 0);
+}
+
+#[test]
+fn a_persist_with_nothing_to_commit_touches_no_storage() {
+    let config = small_config(256);
+    let mut cache = [0u8; 512];
+    let nvm = Counting::new(device(&config));
+    let counts = nvm.counts.clone();
+    let heap = VnvHeap::new(nvm, &mut cache, config).unwrap();
+    let a = heap.alloc(1u32).unwrap();
+    heap.persist().unwrap();
+    let before = counts.get();
+    assert_eq!(heap.get(&a).unwrap(), 1);
+    heap.persist().unwrap();
+    assert_eq!(counts.get().since(before).writes, 0);
+}
