@@ -1,2 +1,130 @@
-//! vNV-Heap benchmarks (work in progress, see issue 5).
-fn main() {}
+//! `vnv-bench`: the benchmarks of issue 5, the vNV-Heap against the paper's baselines.
+//!
+//! Runs each figure (or only `--only NAME`), prints its table, writes `DIR/<fig>.csv`
+//! and `DIR/<fig>.svg` (`--out DIR`, default `target/vnv-bench`), and ends with the
+//! issue's targets stated as met or NOT met; the exit code is 1 when a target is not
+//! met, 2 on a usage or output error. Times are modelled (see `cost.rs`), never taken
+//! from the host clock, so a run repeats exactly. This binary must never be used as a
+//! pass/fail timing test of the host.
+
+mod baselines;
+mod cost;
+mod counting;
+mod figures;
+mod plot;
+mod rng;
+mod table;
+mod vnv;
+mod workload;
+
+use figures::{Check, Output};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A benchmark: runs and returns its figures and checks.
+type Bench = fn() -> Output;
+
+/// The benchmarks by the name `--only` takes.
+const BENCHES: [(&str, Bench); 4] = [
+    ("fig2", figures::fig2_reference::run),
+    ("fig3", figures::fig3_queue::run),
+    ("fig4", figures::fig4_persist::run),
+    ("fig5", figures::fig5_kv::run),
+];
+
+const USAGE: &str =
+    "usage: vnv-bench [--out DIR] [--only fig2|fig3|fig4|fig5] [--storage library|paper-fit]";
+
+struct Args {
+    out: PathBuf,
+    only: Option<String>,
+    paper_fit: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        out: PathBuf::from("target/vnv-bench"),
+        only: None,
+        paper_fit: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--out" => args.out = it.next().ok_or("--out needs a directory")?.into(),
+            "--only" => {
+                let name = it.next().ok_or("--only needs a benchmark name")?;
+                // fig6 comes with fig5 (same runs); accept it as an alias.
+                let name = if name == "fig6" {
+                    "fig5".to_string()
+                } else {
+                    name
+                };
+                if !BENCHES.iter().any(|(n, _)| *n == name) {
+                    return Err(format!("unknown benchmark {name:?}"));
+                }
+                args.only = Some(name);
+            }
+            "--storage" => match it.next().as_deref() {
+                Some("library") => args.paper_fit = false,
+                Some("paper-fit") => args.paper_fit = true,
+                _ => return Err("--storage takes library or paper-fit".into()),
+            },
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("vnv-bench: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&args.out) {
+        eprintln!("vnv-bench: cannot create {}: {e}", args.out.display());
+        return ExitCode::from(2);
+    }
+    if args.paper_fit {
+        figures::set_model(cost::StorageModel::PAPER_FIT);
+    }
+    println!("{}", vnv::describe_model());
+    let mut checks: Vec<Check> = Vec::new();
+    for (name, run) in BENCHES {
+        if args.only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        let output = run();
+        for fig in &output.figures {
+            println!("\n{} [{}]", fig.title, fig.name);
+            print!("{}", fig.table.to_text());
+            let csv = args.out.join(format!("{}.csv", fig.name));
+            let svg = args.out.join(format!("{}.svg", fig.name));
+            if let Err(e) = fig.table.write_csv(&csv) {
+                eprintln!("vnv-bench: cannot write {}: {e}", csv.display());
+                return ExitCode::from(2);
+            }
+            if let Err(e) = plot::render(&svg, &fig.panels) {
+                eprintln!("vnv-bench: cannot draw {}: {e}", svg.display());
+                return ExitCode::from(2);
+            }
+        }
+        checks.extend(output.checks);
+    }
+    println!("\nSummary (written to {}):", args.out.display());
+    for c in &checks {
+        let verdict = if c.met { "met" } else { "NOT met" };
+        println!("  [{verdict}] {}: {}", c.target, c.detail);
+    }
+    if checks.iter().all(|c| c.met) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

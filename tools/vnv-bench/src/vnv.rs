@@ -1,0 +1,499 @@
+//! The benchmarks' only door to the vNV-Heap library: heaps set up for each figure,
+//! driven through the public API, and charged CPU cycles by the model below.
+//!
+//! Storage traffic is whatever the library issues on a [`CountingNvm`]; the storage
+//! time per SPI word comes from the library's own [`CostModel::esp32c3_spi_fram`], so
+//! that the benchmark and the library's `wcec_bound` price a word the same way. The
+//! library's CPU work cannot be seen from outside, so it is charged per API call (see
+//! the constants, estimated from reading `heap-service/vnv-heap/src/heap.rs`). This
+//! file must never reach into the library's internals or change its files.
+
+use crate::cost::{Cost, Meter, StorageModel};
+use crate::counting::{Counter, CountingNvm, NvmCounts};
+use crate::figures::fig3_queue::{mean_push_pop, Fifo, Mean};
+use crate::figures::fig5_kv::{measure, Kv};
+use amber_nvm::sim::VecNvm;
+use vnv_heap::{wcec_bound, Config, CostModel, Handle, VnvHeap, METADATA};
+
+/// Cycles of an API call on its fast path (the object is resident, nothing is written
+/// back): `RefCell` borrow, handle check, hint lookup of the resident header, state
+/// word update, guard creation and the guard's drop. About 80 RV32 instructions.
+pub const CALL_CYCLES: u64 = 80;
+/// Cycles per cache unit (8 bytes) of one linear scan of the cache bitmaps (bit test,
+/// branch, increment). The library scans the whole cache when a hint misses
+/// (`find_resident`), when it makes room (`make_room`), when it writes back for the
+/// dirty limit (`reserve_dirty`) and twice in `persist`.
+pub const SCAN_CYCLES_PER_UNIT: u64 = 3;
+/// Full-cache scans charged to a call that moved data (load or write-back): one to
+/// find the object or room, one to pick dirty objects to write back.
+pub const SLOW_PATH_SCANS: u64 = 2;
+/// Full-cache scans of `persist` (the pinned check and the write-back loop).
+pub const PERSIST_SCANS: u64 = 2;
+/// Cycles per storage call the library issues, besides the transfer: encoding or
+/// decoding an entry half with its CRC-32 over 16 bytes, slot arithmetic.
+pub const CYCLES_PER_NVM_CALL: u64 = 200;
+
+/// Bytes of the cache arena unit (`bits::UNIT` in the library).
+const UNIT: usize = 8;
+
+/// The library's storage cost model.
+pub fn library_cost_model() -> CostModel {
+    CostModel::esp32c3_spi_fram()
+}
+
+/// Storage time per SPI word as the library prices it: its `*_op_ns` is one word call.
+pub fn library_storage_model() -> StorageModel {
+    let cm = library_cost_model();
+    StorageModel {
+        read_word_ns: cm.read_op_ns,
+        write_word_ns: cm.write_op_ns,
+    }
+}
+
+/// Cache bytes an object of `len` bytes occupies: 4-byte header, rounded to units.
+pub fn cache_bytes(len: usize) -> usize {
+    (4 + len).div_ceil(UNIT) * UNIT
+}
+
+/// NVM data bytes an object of `len` bytes owns: two 4-aligned slots in 32-byte blocks.
+pub fn nvm_bytes(len: usize) -> u32 {
+    ((2 * len.next_multiple_of(4)).div_ceil(32).max(1) * 32) as u32
+}
+
+/// The smallest cache buffer (a multiple of 8 bytes) whose arena holds at least
+/// `arena` bytes under `config`, found by building throwaway heaps: the library's own
+/// carving decides, not a copy of its arithmetic.
+pub fn cache_len_for(arena: usize, config: &Config) -> usize {
+    let size = config.nvm_end().expect("the configuration fits 32 bits");
+    let mut len = (arena + config.ram_metadata_bytes(arena)).next_multiple_of(UNIT);
+    loop {
+        let mut cache = vec![0u8; len];
+        let heap = VnvHeap::new(VecNvm::new(size), &mut cache, *config).expect("heap fits");
+        if heap.cache_capacity() >= arena {
+            return len;
+        }
+        len += UNIT;
+    }
+}
+
+type Dev = CountingNvm<VecNvm>;
+
+fn device(config: &Config) -> (Dev, Counter) {
+    let size = config.nvm_end().expect("the configuration fits 32 bits");
+    let dev = CountingNvm::new(VecNvm::new(size));
+    let counter = dev.counter();
+    (dev, counter)
+}
+
+/// A heap's meter and device counter, charging the CPU model around each call.
+struct Charge {
+    meter: Meter,
+    counter: Counter,
+    units: u64,
+}
+
+impl Charge {
+    fn new(counter: Counter, cache_capacity: usize) -> Self {
+        Charge {
+            meter: Meter::new(),
+            counter,
+            units: (cache_capacity / UNIT) as u64,
+        }
+    }
+
+    /// Runs one API call `f`, charging the fast path, plus scans and per-call work if
+    /// it moved data.
+    fn call<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        let before = self.counter.get();
+        let r = f();
+        let d = self.counter.get().since(&before);
+        self.meter.op(CALL_CYCLES);
+        if d.reads + d.writes > 0 {
+            self.meter
+                .op(SLOW_PATH_SCANS * self.units * SCAN_CYCLES_PER_UNIT);
+            self.meter.op((d.reads + d.writes) * CYCLES_PER_NVM_CALL);
+        }
+        r
+    }
+
+    fn persist(&mut self, heap: &VnvHeap<'_, Dev>) {
+        let before = self.counter.get();
+        heap.persist()
+            .expect("persist succeeds on a healthy device");
+        let d = self.counter.get().since(&before);
+        self.meter
+            .op(CALL_CYCLES + PERSIST_SCANS * self.units * SCAN_CYCLES_PER_UNIT);
+        self.meter.op((d.reads + d.writes) * CYCLES_PER_NVM_CALL);
+    }
+
+    fn snapshot(&self) -> (Meter, NvmCounts) {
+        (self.meter, self.counter.get())
+    }
+}
+
+/// Which retrieval of Fig. 2 to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefCase {
+    /// The object is resident.
+    Best,
+    /// It is not, and loading it evicts nothing.
+    Bad,
+    /// Loading it first writes back a dirty object that fills the cache.
+    Worst,
+}
+
+impl RefCase {
+    /// The paper's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RefCase::Best => "best",
+            RefCase::Bad => "bad",
+            RefCase::Worst => "worst",
+        }
+    }
+}
+
+fn retrieval_of<const N: usize>(ram: usize, case: RefCase) -> Cost {
+    let config = Config {
+        max_dirty_bytes: (ram + Config::DIRTY_OVERHEAD as usize) as u32,
+        max_objects: 4,
+        nvm_offset: 0,
+        nvm_data_bytes: nvm_bytes(N) + nvm_bytes(ram),
+    };
+    // The arena holds one RAM-sized object and nothing more (as both systems in the
+    // paper are limited to 1 KiB of resident and modified data); metadata comes on top.
+    let mut cache = vec![0u8; cache_len_for(cache_bytes(ram), &config)];
+    let (dev, counter) = device(&config);
+    let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
+    assert!(heap.cache_capacity() < cache_bytes(ram) + cache_bytes(1));
+    let target = heap.alloc([7u8; N]).expect("alloc").into_id();
+    let big = heap.alloc([9u8; 1024]).expect("alloc").into_id();
+    heap.persist().expect("persist");
+    // Reopen: the cache starts empty, and the ids come back as handles.
+    let dev = heap.into_storage();
+    let heap = VnvHeap::open(dev, &mut cache, config).expect("reopen");
+    let target = heap.handle_from_id::<[u8; N]>(target).expect("target");
+    let mut big = heap.handle_from_id::<[u8; 1024]>(big).expect("big");
+    match case {
+        RefCase::Best => drop(heap.get_ref(&target).expect("load")),
+        RefCase::Bad => {}
+        RefCase::Worst => drop(heap.get_mut(&mut big).expect("load big dirty")),
+    }
+    let capacity = heap.cache_capacity();
+    let mut charge = Charge::new(counter, capacity);
+    let before = charge.snapshot();
+    let guard = charge.call(|| heap.get_ref(&target).expect("retrieval"));
+    assert_eq!(guard[N - 1], 7, "the object must come back intact");
+    drop(guard);
+    let cost = Cost::between(before, charge.snapshot());
+    if case == RefCase::Worst {
+        assert!(
+            cost.nvm.write_bytes >= 1024,
+            "the worst case writes back the dirty object"
+        );
+    }
+    cost
+}
+
+/// One reference retrieval of an `size`-byte object with `ram` bytes of cache.
+pub fn reference_retrieval(size: usize, ram: usize, case: RefCase) -> Cost {
+    assert_eq!(ram, 1024, "Fig. 2 is set up for 1 KiB of RAM");
+    match size {
+        32 => retrieval_of::<32>(ram, case),
+        128 => retrieval_of::<128>(ram, case),
+        512 => retrieval_of::<512>(ram, case),
+        1024 => retrieval_of::<1024>(ram, case),
+        other => panic!("no object type for {other} bytes"),
+    }
+}
+
+/// A FIFO of 256-byte elements on a ring of preallocated heap objects.
+struct VnvQueue<'h, 'c> {
+    heap: &'h VnvHeap<'c, Dev>,
+    slots: Vec<Handle<'h, [u8; 256]>>,
+    head: usize,
+    len: usize,
+    charge: Charge,
+}
+
+impl Fifo for VnvQueue<'_, '_> {
+    fn push(&mut self, value: &[u8]) -> bool {
+        if self.len == self.slots.len() {
+            return false;
+        }
+        let slot = (self.head + self.len) % self.slots.len();
+        let value: [u8; 256] = value.try_into().expect("256-byte element");
+        let (heap, h) = (self.heap, &mut self.slots[slot]);
+        self.charge.call(|| heap.set(h, value)).expect("set");
+        self.charge.meter.copy(256);
+        self.len += 1;
+        true
+    }
+
+    fn pop(&mut self, out: &mut [u8]) -> bool {
+        if self.len == 0 {
+            return false;
+        }
+        let (heap, h) = (self.heap, &self.slots[self.head]);
+        let v = self.charge.call(|| heap.get(h)).expect("get");
+        self.charge.meter.copy(256);
+        out.copy_from_slice(&v);
+        self.head = (self.head + 1) % self.slots.len();
+        self.len -= 1;
+        true
+    }
+
+    fn snapshot(&self) -> (Meter, NvmCounts) {
+        self.charge.snapshot()
+    }
+}
+
+/// Fig. 3's vNV-Heap queue: `ram` bytes of cache (metadata included), a ring of
+/// `slots` objects, measured by the shared harness at initial length `len`.
+pub fn queue_mean(ram: usize, slots: usize, len: usize) -> Option<Mean> {
+    let config = Config {
+        max_dirty_bytes: ram as u32,
+        max_objects: slots as u16 + 1,
+        nvm_offset: 0,
+        nvm_data_bytes: slots as u32 * nvm_bytes(256),
+    };
+    let mut cache = vec![0u8; ram];
+    let (dev, counter) = device(&config);
+    let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
+    let handles: Vec<_> = (0..slots)
+        .map(|_| heap.alloc([0u8; 256]).expect("alloc"))
+        .collect();
+    heap.persist().expect("persist");
+    let mut q = VnvQueue {
+        heap: &heap,
+        slots: handles,
+        head: 0,
+        len: 0,
+        charge: Charge::new(counter, heap.cache_capacity()),
+    };
+    mean_push_pop(&mut q, len)
+}
+
+/// Result of one worst-case persist with objects of one size.
+pub struct PersistResult {
+    /// Object size used to fill the dirty limit.
+    pub object_bytes: usize,
+    /// The measured persist.
+    pub measured: Cost,
+    /// The library's `wcec_bound` energy under its cost model, in µJ.
+    pub bound_uj: f64,
+}
+
+/// Object sizes Fig. 4 fills the dirty limit with.
+pub const PERSIST_OBJECT_SIZES: [usize; 4] = [8, 32, 128, 512];
+
+fn persist_with<const N: usize>(ram: usize, dirty: usize) -> Option<(Cost, f64)> {
+    let n = ram / cache_bytes(N);
+    if n == 0 || N + Config::DIRTY_OVERHEAD as usize > dirty {
+        return None;
+    }
+    let config = Config {
+        max_dirty_bytes: dirty as u32,
+        max_objects: n as u16 + 1,
+        nvm_offset: 0,
+        nvm_data_bytes: n as u32 * nvm_bytes(N),
+    };
+    let mut cache = vec![0u8; ram];
+    let (dev, counter) = device(&config);
+    let heap = VnvHeap::new(dev, &mut cache, config).ok()?;
+    let mut handles: Vec<_> = (0..n)
+        .map(|_| heap.alloc([0u8; N]).expect("alloc"))
+        .collect();
+    heap.persist().expect("persist");
+    // Dirty every object in turn; the heap writes back to stay within its limit, and
+    // the last ones stay dirty: as much dirty data as the limit and the cache allow.
+    for (i, h) in handles.iter_mut().enumerate() {
+        match heap.set(h, [i as u8; N]) {
+            Ok(()) => {}
+            Err(vnv_heap::HeapError::CacheFull { .. }) => break,
+            Err(e) => panic!("set failed: {e}"),
+        }
+    }
+    let mut charge = Charge::new(counter, heap.cache_capacity());
+    let before = charge.snapshot();
+    charge.persist(&heap);
+    let bound = wcec_bound(&config, &library_cost_model());
+    Some((
+        Cost::between(before, charge.snapshot()),
+        bound.energy_nj as f64 / 1000.0,
+    ))
+}
+
+/// Fig. 4: a persist with as much dirty data as the limit and cache allow, for each
+/// of [`PERSIST_OBJECT_SIZES`] (`None` where that size cannot be made dirty), with
+/// `ram` bytes of cache (metadata included) and a dirty limit of `dirty` bytes.
+pub fn persist_worst_case(ram: usize, dirty: usize) -> [Option<PersistResult>; 4] {
+    let wrap = |size: usize, r: Option<(Cost, f64)>| {
+        r.map(|(measured, bound_uj)| PersistResult {
+            object_bytes: size,
+            measured,
+            bound_uj,
+        })
+    };
+    [
+        wrap(8, persist_with::<8>(ram, dirty)),
+        wrap(32, persist_with::<32>(ram, dirty)),
+        wrap(128, persist_with::<128>(ram, dirty)),
+        wrap(512, persist_with::<512>(ram, dirty)),
+    ]
+}
+
+/// A key-value store's value on the heap: one handle type per value size.
+enum Value<'h> {
+    B32(Handle<'h, [u8; 32]>),
+    B128(Handle<'h, [u8; 128]>),
+    B256(Handle<'h, [u8; 256]>),
+    B1024(Handle<'h, [u8; 1024]>),
+}
+
+struct VnvKvStore<'h, 'c> {
+    heap: &'h VnvHeap<'c, Dev>,
+    values: Vec<Value<'h>>,
+    charge: Charge,
+}
+
+impl Kv for VnvKvStore<'_, '_> {
+    fn update(&mut self, key: usize, value: &[u8]) {
+        let heap = self.heap;
+        let r = match &mut self.values[key] {
+            Value::B32(h) => {
+                let v = value.try_into().expect("32 B");
+                self.charge.call(|| heap.set(h, v))
+            }
+            Value::B128(h) => {
+                let v = value.try_into().expect("128 B");
+                self.charge.call(|| heap.set(h, v))
+            }
+            Value::B256(h) => {
+                let v = value.try_into().expect("256 B");
+                self.charge.call(|| heap.set(h, v))
+            }
+            Value::B1024(h) => {
+                let v = value.try_into().expect("1024 B");
+                self.charge.call(|| heap.set(h, v))
+            }
+        };
+        r.expect("update");
+        self.charge.meter.copy(value.len());
+    }
+
+    fn persist(&mut self) {
+        self.charge.persist(self.heap);
+    }
+
+    fn snapshot(&self) -> (Meter, NvmCounts) {
+        self.charge.snapshot()
+    }
+}
+
+/// The configuration and cache length of the key-value heap for values of `sizes`.
+fn kv_config(sizes: &[usize], dirty: usize) -> (Config, usize) {
+    let config = Config {
+        max_dirty_bytes: dirty as u32,
+        max_objects: sizes.len() as u16,
+        nvm_offset: 0,
+        nvm_data_bytes: sizes.iter().map(|&s| nvm_bytes(s)).sum(),
+    };
+    // All values fit in the cache, as the paper sets it up to favour ManagedState.
+    let arena: usize = sizes.iter().map(|&s| cache_bytes(s)).sum();
+    (config, cache_len_for(arena, &config))
+}
+
+/// Fig. 5: the key-value workload on the vNV-Heap (see `fig5_kv::measure`).
+pub fn kv_measure(sizes: &[usize], dirty: usize, keys: &[usize]) -> Cost {
+    let (config, cache_len) = kv_config(sizes, dirty);
+    let mut cache = vec![0u8; cache_len];
+    let (dev, counter) = device(&config);
+    let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
+    let values = sizes
+        .iter()
+        .map(|&s| match s {
+            32 => Value::B32(heap.alloc([0; 32]).expect("alloc")),
+            128 => Value::B128(heap.alloc([0; 128]).expect("alloc")),
+            256 => Value::B256(heap.alloc([0; 256]).expect("alloc")),
+            1024 => Value::B1024(heap.alloc([0; 1024]).expect("alloc")),
+            other => panic!("no value type of {other} bytes"),
+        })
+        .collect();
+    assert_eq!(heap.resident_count(), sizes.len(), "every value is cached");
+    let mut kv = VnvKvStore {
+        heap: &heap,
+        values,
+        charge: Charge::new(counter, heap.cache_capacity()),
+    };
+    measure(&mut kv, sizes, keys)
+}
+
+/// Fig. 6: RAM metadata bytes of the key-value heap (resident headers plus the cache,
+/// id and block bitmaps), and its NVM metadata bytes (commit records and entries).
+pub fn kv_metadata(sizes: &[usize], dirty: usize) -> (usize, usize) {
+    let (config, cache_len) = kv_config(sizes, dirty);
+    let ram = sizes.len() * METADATA.resident_bytes as usize + config.ram_metadata_bytes(cache_len);
+    let nvm = 64 + sizes.len() * METADATA.nvm_bytes_per_id as usize;
+    (ram, nvm)
+}
+
+/// One paragraph on the model in use, printed before the figures.
+pub fn describe_model() -> String {
+    let m = crate::figures::model();
+    format!(
+        "Time model: ESP32-C3 at {} MHz; storage {} ns per 4-byte SPI read call, {} ns per \
+         write call ({}); CPU cycles charged per operation (see tools/vnv-bench/README.md).",
+        crate::cost::CPU_HZ / 1_000_000,
+        m.read_word_ns,
+        m.write_word_ns,
+        if m == library_storage_model() {
+            "the library's CostModel::esp32c3_spi_fram()"
+        } else {
+            "fitted to the paper's Figs. 2 and 3"
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resident_retrieval_moves_no_bytes_and_the_worst_case_writes_back_the_cache() {
+        let best = reference_retrieval(32, 1024, RefCase::Best);
+        assert_eq!(
+            best.nvm,
+            NvmCounts::default(),
+            "best case: no storage traffic"
+        );
+        let worst = reference_retrieval(32, 1024, RefCase::Worst);
+        assert!(worst.nvm.write_bytes >= 1024 && worst.nvm.read_bytes >= 32);
+    }
+
+    #[test]
+    fn a_short_queue_stays_in_ram_and_a_long_one_swaps() {
+        let short = queue_mean(4096, 4, 3).expect("fits");
+        assert_eq!(short.nvm_bytes(), 0.0, "4 slots of 256 B fit in 4 KiB");
+        let long = queue_mean(4096, 33, 32).expect("runs");
+        assert!(
+            long.nvm_bytes() > 0.0,
+            "33 slots of 256 B cannot all be cached"
+        );
+    }
+
+    #[test]
+    fn cache_len_for_gives_the_smallest_buffer_that_fits() {
+        let config = Config::new(1024);
+        let len = cache_len_for(1032, &config);
+        let mut cache = vec![0u8; len];
+        let dev = VecNvm::new(config.nvm_end().unwrap());
+        let heap = VnvHeap::new(dev, &mut cache, config).unwrap();
+        assert!(heap.cache_capacity() >= 1032);
+        drop(heap);
+        let mut smaller = vec![0u8; len - UNIT];
+        let dev = VecNvm::new(config.nvm_end().unwrap());
+        let heap = VnvHeap::new(dev, &mut smaller, config).unwrap();
+        assert!(heap.cache_capacity() < 1032);
+    }
+}
