@@ -1,12 +1,14 @@
 //! The heap's RAM metadata: bitmaps carved from the front of the cache buffer.
 //!
-//! The cache buffer is split once, at `new`/`open`, into six bitmaps and the arena of
+//! The cache buffer is split once, at `new`/`open`, into eight bitmaps and the arena of
 //! 8-byte units that holds resident objects. This file only plans the split and reads
 //! and writes bits through raw pointers; it never creates a reference into the buffer,
 //! because guards hold references into the arena at the same time.
 
 /// Bytes of one cache unit; the arena is 8-byte aligned, so every unit is too.
 pub(crate) const UNIT: usize = 8;
+/// Bitmaps with one bit per object id (live, held, working half, working half written).
+pub(crate) const ID_BITMAPS: usize = 4;
 /// Largest arena in units (unit indices are `u16`, `u16::MAX` means "no hint").
 pub(crate) const MAX_UNITS: usize = u16::MAX as usize - 1;
 
@@ -63,6 +65,23 @@ impl Bits {
         }
     }
 
+    /// `self ^= other`, for two bitmaps of the same length.
+    pub fn toggle_where(self, other: Bits) {
+        for i in 0..Self::word_count(self.len.min(other.len)) {
+            // SAFETY: `i` is below the word count of both bitmaps.
+            unsafe {
+                let o = other.words.add(i).read();
+                let p = self.words.add(i);
+                p.write(p.read() ^ o);
+            }
+        }
+    }
+
+    /// Words (of 32 bits) the bitmap spans: the work of one whole-bitmap operation.
+    pub fn words(self) -> u32 {
+        Self::word_count(self.len) as u32
+    }
+
     /// `self &= !other`, for two bitmaps of the same length.
     pub fn clear_where(self, other: Bits) {
         for i in 0..Self::word_count(self.len.min(other.len)) {
@@ -75,8 +94,9 @@ impl Bits {
         }
     }
 
-    /// First index of a run of `n` clear bits.
-    pub fn find_clear_run(self, n: u32) -> Option<u32> {
+    /// First index of a run of `n` clear bits, and the number of bits tested to find it
+    /// (the scan's work).
+    pub fn find_clear_run(self, n: u32) -> (Option<u32>, u32) {
         let mut run = 0;
         for i in 0..self.len {
             if self.get(i) {
@@ -84,11 +104,11 @@ impl Bits {
             } else {
                 run += 1;
                 if run == n {
-                    return Some(i + 1 - n);
+                    return (Some(i + 1 - n), i + 1);
                 }
             }
         }
-        None
+        (None, self.len)
     }
 }
 
@@ -105,13 +125,20 @@ pub(crate) struct RamPlan {
     blocks: u32,
 }
 
-/// The carved RAM: six bitmaps and the arena.
+/// The carved RAM: eight bitmaps and the arena.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ram {
     /// Ids with a live object (in the working epoch).
     pub id_live: Bits,
     /// Ids for which a handle exists.
     pub id_held: Bits,
+    /// Per id, the half of its entry pair that the working epoch writes (the one not
+    /// holding the committed description). Mirrors the NVM so that no entry pair has to
+    /// be read to choose a half.
+    pub id_whalf: Bits,
+    /// Per id, whether the working epoch has written that half already (so it holds
+    /// the id's current description and the other half the committed one).
+    pub id_wdone: Bits,
     /// NVM blocks owned by an object, committed or working, including pending frees.
     pub block_used: Bits,
     /// NVM blocks freed in the working epoch: reusable after the next commit.
@@ -139,8 +166,8 @@ impl RamPlan {
         let mut units = (avail / UNIT).min(MAX_UNITS);
         loop {
             let unit_words = Bits::word_count(units as u32);
-            let meta =
-                ((2 * id_words + 2 * block_words + 2 * unit_words) * 4).next_multiple_of(UNIT);
+            let meta = ((ID_BITMAPS * id_words + 2 * block_words + 2 * unit_words) * 4)
+                .next_multiple_of(UNIT);
             if meta + units * UNIT <= avail {
                 break;
             }
@@ -166,7 +193,7 @@ impl RamPlan {
     }
 
     fn arena_offset(&self) -> usize {
-        let bitmaps = (2 * self.id_words + 2 * self.block_words + 2 * self.unit_words) * 4;
+        let bitmaps = (ID_BITMAPS * self.id_words + 2 * self.block_words + 2 * self.unit_words) * 4;
         self.lead + bitmaps.next_multiple_of(UNIT)
     }
 
@@ -189,13 +216,15 @@ impl RamPlan {
         };
         let mut take = |len: u32, words: usize| {
             let b = Bits { words: p, len };
-            // SAFETY: the words of all six bitmaps are consecutive inside `buf` (see above).
+            // SAFETY: the words of all eight bitmaps are consecutive inside `buf` (see above).
             p = unsafe { p.add(words) };
             b.clear_all();
             b
         };
         let id_live = take(u32::from(plan.max_objects), plan.id_words);
         let id_held = take(u32::from(plan.max_objects), plan.id_words);
+        let id_whalf = take(u32::from(plan.max_objects), plan.id_words);
+        let id_wdone = take(u32::from(plan.max_objects), plan.id_words);
         let block_used = take(plan.blocks, plan.block_words);
         let block_pending = take(plan.blocks, plan.block_words);
         let unit_used = take(plan.units as u32, plan.unit_words);
@@ -203,6 +232,8 @@ impl RamPlan {
         Some(Ram {
             id_live,
             id_held,
+            id_whalf,
+            id_wdone,
             block_used,
             block_pending,
             unit_used,
@@ -246,9 +277,9 @@ mod tests {
         };
         b.set_range(0, 3, true);
         b.set(5, true);
-        assert_eq!(b.find_clear_run(2), Some(3));
-        assert_eq!(b.find_clear_run(3), Some(6));
-        assert_eq!(b.find_clear_run(35), None);
+        assert_eq!(b.find_clear_run(2), (Some(3), 5));
+        assert_eq!(b.find_clear_run(3), (Some(6), 9));
+        assert_eq!(b.find_clear_run(35), (None, 40));
         assert!(!b.get(99), "past the end reads as clear");
     }
 }

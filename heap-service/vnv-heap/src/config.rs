@@ -4,7 +4,7 @@
 //! bound must hold for every state the configuration allows. Keep [`wcec_bound`] in
 //! step with `VnvHeap::persist` in `heap.rs`; the tests measure one against the other.
 
-use crate::format::{ENTRY_BYTES, HALF_BYTES, HEADER_BYTES};
+use crate::format::{DESC_BYTES, ENTRY_BYTES, HALF_BYTES, HEADER_BYTES};
 
 /// How a heap is laid out and how much dirty state it may hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,12 +59,14 @@ impl Config {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MetadataCost {
     /// RAM bytes in front of each resident object in the cache: its id (2 bytes) and
-    /// state (2 bytes: dirty, mutably pinned, data offset, 13-bit reader count).
+    /// state (2 bytes: dirty, mutably pinned, data offset, 2-bit referenced count,
+    /// 11-bit reader count).
     pub resident_bytes: u32,
     /// RAM bytes per swapped-out object beyond the per-id bits: none, its description
     /// is on NVM.
     pub swapped_out_bytes: u32,
-    /// RAM bits per object id, resident or not, allocated or not (live, handle held).
+    /// RAM bits per object id, resident or not, allocated or not (live, handle held,
+    /// which half the working epoch writes, whether it has written it).
     pub bits_per_id: u32,
     /// RAM bits per 8-byte cache unit (used, object start): the cache allocator.
     pub bits_per_cache_unit: u32,
@@ -78,7 +80,7 @@ pub struct MetadataCost {
 pub const METADATA: MetadataCost = MetadataCost {
     resident_bytes: 4,
     swapped_out_bytes: 0,
-    bits_per_id: 2,
+    bits_per_id: 4,
     bits_per_cache_unit: 2,
     bits_per_nvm_block: 2,
     nvm_bytes_per_id: ENTRY_BYTES,
@@ -131,33 +133,38 @@ impl CostModel {
     /// The paper's set-up (section 7.1): ESP32-C3 at 160 MHz, MB85RS4MT FRAM on SPI at
     /// 40 MHz, one SPI call per 4-byte word, 40 mA at 3.3 V (132 mW) worst case (7.4).
     ///
-    /// Numbers and where they come from:
-    /// - one SPI call (one 4-byte word) takes 46.5 µs: the paper's bad-case `get_ref` of
-    ///   a 1024-byte object (figure 2) is within 0.5 % of the 12 ms baseline, about
-    ///   11.9 ms for 256 word calls. (The wire time of 8 bytes at 40 MHz is only 1.6 µs;
-    ///   the rest is driver overhead, so reads and writes cost the same.)
-    /// - per byte: 46.5 µs / 4 = 11 625 ns; per operation: one extra word call
-    ///   (46 500 ns), covering the partial last word, so `op + n * byte` bounds
-    ///   `ceil(n / 4)` calls.
-    /// - energy = time × 132 mW: 1 535 nJ per byte, 6 138 nJ per operation.
+    /// Numbers and where they come from (the wire time of 8 bytes at 40 MHz is only
+    /// 1.6 µs; the rest is per-call driver overhead, so time goes by word calls):
+    /// - one 4-byte read call takes 47 µs: the module-swapping baseline's bad case in
+    ///   figure 2 reads one 1 KiB module, 256 word reads, in about 12 ms.
+    /// - one 4-byte write call takes 78 µs: figure 3's NVM-only queue writes and reads
+    ///   one 256-byte element per push + pop, 64 word writes and 64 word reads, in about
+    ///   7 983 µs, so 125 µs per write + read, 78 µs per write (an FRAM write is two SPI
+    ///   transactions, WREN then WRITE). Check: figure 2's module worst case (write back
+    ///   1 KiB, then read 1 KiB) comes out at 32.0 ms; the paper shows about 32 ms.
+    /// - per byte: a quarter word (11 750 ns read, 19 500 ns write); per operation: one
+    ///   extra word call (47 000 ns read, 78 000 ns write), covering the partial last
+    ///   word, so `op + n * byte` bounds `ceil(n / 4)` calls.
+    /// - energy = time × 132 mW: 1 551 nJ per read byte, 6 204 nJ per read operation,
+    ///   2 574 nJ per written byte, 10 296 nJ per write operation.
     /// - flush: FRAM has no write cache, 0.
     /// - CPU: 60 µs per object and 100 µs fixed, an estimate above the paper's 56 µs
     ///   best-case reference retrieval (which includes finding a resident object); not
     ///   measured on hardware.
     pub const fn esp32c3_spi_fram() -> CostModel {
-        const WORD_NS: u64 = 46_500;
-        const BYTE_NS: u64 = WORD_NS / 4;
+        const READ_WORD_NS: u64 = 47_000;
+        const WRITE_WORD_NS: u64 = 78_000;
         const MW: u64 = 132;
         CostModel {
-            read_op_ns: WORD_NS,
-            read_byte_ns: BYTE_NS,
-            write_op_ns: WORD_NS,
-            write_byte_ns: BYTE_NS,
+            read_op_ns: READ_WORD_NS,
+            read_byte_ns: READ_WORD_NS / 4,
+            write_op_ns: WRITE_WORD_NS,
+            write_byte_ns: WRITE_WORD_NS / 4,
             flush_ns: 0,
-            read_op_nj: WORD_NS * MW / 1000,
-            read_byte_nj: (BYTE_NS * MW).div_ceil(1000),
-            write_op_nj: WORD_NS * MW / 1000,
-            write_byte_nj: (BYTE_NS * MW).div_ceil(1000),
+            read_op_nj: READ_WORD_NS * MW / 1000,
+            read_byte_nj: (READ_WORD_NS / 4 * MW).div_ceil(1000),
+            write_op_nj: WRITE_WORD_NS * MW / 1000,
+            write_byte_nj: (WRITE_WORD_NS / 4 * MW).div_ceil(1000),
             flush_nj: 0,
             cpu_per_object_ns: 60_000,
             cpu_per_object_nj: 60_000 * MW / 1000,
@@ -193,8 +200,9 @@ pub struct WcecBound {
 ///
 /// Derivation (see `persist` in `heap.rs`): each dirty object counts at least
 /// `1 + DIRTY_OVERHEAD` bytes towards `max_dirty_bytes`, so at most
-/// `D = max_dirty_bytes / (1 + DIRTY_OVERHEAD)` objects are dirty. Persist reads each
-/// one's entry pair (1 read of 32 bytes), writes its bytes and its entry half (2 writes,
+/// `D = max_dirty_bytes / (1 + DIRTY_OVERHEAD)` objects are dirty. Persist reads the
+/// description of each one's current half (1 read of 8 bytes), writes its bytes and,
+/// unless the epoch already wrote it, its entry half (at most 2 writes,
 /// `size + 16` bytes, which sum to at most `max_dirty_bytes`), then flushes, writes the
 /// 32-byte commit record and flushes again.
 pub fn wcec_bound(config: &Config, cost: &CostModel) -> WcecBound {
@@ -202,7 +210,7 @@ pub fn wcec_bound(config: &Config, cost: &CostModel) -> WcecBound {
     let writes = 2 * d + 1;
     let bytes_written = u64::from(config.max_dirty_bytes) + u64::from(HEADER_BYTES);
     let reads = d;
-    let bytes_read = d * u64::from(ENTRY_BYTES);
+    let bytes_read = d * DESC_BYTES as u64;
     let flushes = 2;
     let time_ns = reads * cost.read_op_ns
         + bytes_read * cost.read_byte_ns

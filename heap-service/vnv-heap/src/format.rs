@@ -28,6 +28,11 @@
 //! committed description and bytes are never overwritten. The next commit makes every
 //! half tagged `W` current at once. Halves tagged above `G` found by `open` come from an
 //! epoch that never committed and are erased before anything else is written.
+//!
+//! The heap keeps in RAM, per id, which half the working epoch writes and whether it
+//! has written it yet (so it never reads a pair to choose a half), and then reads only
+//! the 8-byte description of the current half (bytes 4..12: location, length, tag).
+//! This is a way of reading the format, not a change of it.
 
 use crate::HeapError;
 use crc::{Crc, CRC_32_ISO_HDLC};
@@ -50,6 +55,12 @@ pub const MAX_OBJECT_BYTES: u32 = u16::MAX as u32;
 pub const MAX_BLOCKS: u32 = 1 << 24;
 
 pub(crate) const CRC32: Crc<u32> = Crc::<u32>::new(&CRC_32_ISO_HDLC);
+
+/// Offset, inside a half, of its description (location word, length, tag): what the
+/// heap reads of a half whose epoch it already knows from RAM (2 SPI words, not 8).
+pub(crate) const DESC_OFFSET: u32 = 4;
+/// Size of that description.
+pub(crate) const DESC_BYTES: usize = 8;
 
 /// Flag bits in the top byte of [`Half::loc`].
 pub(crate) mod flag {
@@ -248,6 +259,20 @@ impl Half {
         b
     }
 
+    /// The description in bytes 4..12 of an encoded half (see [`DESC_OFFSET`]), tagged
+    /// with `epoch`, which the caller knows from elsewhere. No checksum is checked: the
+    /// heap reads a half this way only after `open` checked it or after writing it.
+    pub fn decode_desc(epoch: u32, b: &[u8; DESC_BYTES]) -> Half {
+        let loc = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        Half {
+            epoch,
+            block: loc & (MAX_BLOCKS - 1),
+            flags: (loc >> 24) as u8,
+            len: u16::from_le_bytes([b[4], b[5]]),
+            tag: u16::from_le_bytes([b[6], b[7]]),
+        }
+    }
+
     /// The half, or `None` if it was never written or its checksum fails (torn).
     pub fn decode(id: u16, b: &[u8]) -> Option<Half> {
         let crc = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
@@ -363,6 +388,12 @@ mod tests {
             "the entry of id 5 must not pass as id 6"
         );
         assert_eq!(Half::decode(5, &[0; 16]), None, "a blank half is no half");
+        let desc: [u8; DESC_BYTES] = b[DESC_OFFSET as usize..][..DESC_BYTES].try_into().unwrap();
+        assert_eq!(
+            Half::decode_desc(3, &desc),
+            h,
+            "the description alone gives every field but the epoch"
+        );
     }
 
     #[test]

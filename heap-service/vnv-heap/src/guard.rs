@@ -19,8 +19,16 @@ pub(crate) mod state {
     pub const MUT: u16 = 2;
     /// The object's bytes start 8 bytes after its header (else 4): alignment 8.
     pub const OFF8: u16 = 4;
-    /// One read guard; the count occupies bits 3..16.
-    pub const READER: u16 = 8;
+    /// One count of the referenced counter (bits 3..5): how often the object was made
+    /// dirty again while dirty, saturating at [`REF_MAX`], aged by the write-back scan
+    /// (see `reserve_dirty` in `heap.rs`); cleared by a write-back.
+    pub const REF: u16 = 8;
+    /// The referenced counter's bits.
+    pub const REF_MASK: u16 = 3 * REF;
+    /// Largest referenced count.
+    pub const REF_MAX: u16 = 3;
+    /// One read guard; the count occupies bits 5..16.
+    pub const READER: u16 = 32;
     /// Most read guards at a time.
     pub const MAX_READERS: u16 = u16::MAX / READER;
 

@@ -15,8 +15,8 @@
 
 use crate::bits::{Ram, RamPlan, UNIT};
 use crate::format::{
-    blocks_for, flag, Half, Header, HeaderState, Layout, Pair, ENTRY_BYTES, FORMAT_VERSION,
-    HALF_BYTES, HEADER_BYTES, MAX_OBJECT_BYTES,
+    blocks_for, flag, Half, Header, HeaderState, Layout, Pair, DESC_BYTES, DESC_OFFSET,
+    ENTRY_BYTES, FORMAT_VERSION, HALF_BYTES, HEADER_BYTES, MAX_OBJECT_BYTES,
 };
 use crate::guard::state;
 use crate::handle::Core;
@@ -53,6 +53,12 @@ struct Inner<S> {
     epoch_written: bool,
     dirty_bytes: u32,
     poisoned: bool,
+    /// Unit of the object made dirty most recently (a hint for `reserve_dirty`, checked
+    /// before use).
+    last_dirtied: u32,
+    /// Units, ids, blocks and bitmap words visited by the heap's scans so far: its CPU
+    /// work beyond the fast path, reported by [`VnvHeap::scan_steps`].
+    steps: Cell<u64>,
 }
 
 /// Whether a pin is for reading or writing.
@@ -60,6 +66,9 @@ struct Inner<S> {
 enum Mode {
     Read,
     Write,
+    /// Writing, and the caller overwrites every byte before the guard goes: an object
+    /// that is not resident is given room but not read from NVM.
+    Overwrite,
 }
 
 /// Size and alignment of `T`, checked against what the heap can store.
@@ -184,14 +193,18 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         for id in 0..layout.max_objects {
             let mut b = [0u8; ENTRY_BYTES as usize];
             storage.read(layout.pair_at(id), &mut b)?;
-            let pair = Pair::decode(id, &b);
-            for (i, h) in pair.halves.iter().enumerate() {
-                if h.is_some_and(|h| h.epoch > g) {
+            let mut pair = Pair::decode(id, &b);
+            for i in 0..2u8 {
+                if pair.halves[usize::from(i)].is_some_and(|h| h.epoch > g) {
                     // Written by an epoch that never committed: erase it before the new
                     // working epoch (which reuses that number) can be confused by it.
-                    storage.write(layout.half_at(id, i as u8), &[0u8; HALF_BYTES as usize])?;
+                    storage.write(layout.half_at(id, i), &[0u8; HALF_BYTES as usize])?;
+                    pair.halves[usize::from(i)] = None;
                 }
             }
+            // `g < u32::MAX` was checked above.
+            ram.id_whalf
+                .set(u32::from(id), pair.working_half(g + 1) == 1);
             let Some((i, h)) = pair.newest(g) else {
                 continue;
             };
@@ -235,8 +248,10 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         let size = cache.len();
         RamPlan::carve(cache, config.max_objects, layout.blocks).ok_or_else(|| {
             let words = |bits: u32| bits.div_ceil(32) as usize * 4;
-            let needed = (2 * words(config.max_objects.into()) + 2 * words(layout.blocks) + 8)
-                .next_multiple_of(UNIT)
+            let needed = (crate::bits::ID_BITMAPS * words(config.max_objects.into())
+                + 2 * words(layout.blocks)
+                + 8)
+            .next_multiple_of(UNIT)
                 + 2 * UNIT
                 + UNIT;
             HeapError::CacheTooSmall { needed, size }
@@ -255,6 +270,8 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
                 epoch_written: false,
                 dirty_bytes: 0,
                 poisoned: false,
+                last_dirtied: u32::MAX,
+                steps: Cell::new(0),
             }),
             _cache: PhantomData,
         }
@@ -388,9 +405,19 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         Ok(*self.get_ref(handle)?)
     }
 
-    /// Replaces the object's value.
+    /// Replaces the object's value. Like [`get_mut`](Self::get_mut), but an object that
+    /// is not resident is not read from NVM first (all its bytes are replaced).
     pub fn set<T: Persist>(&self, handle: &mut Handle<'_, T>, value: T) -> Result<()> {
-        *self.get_mut(handle)? = value;
+        self.owns(handle.heap)?;
+        let (len, align) = shape::<T>()?;
+        let (data, st) = self
+            .lock()?
+            .pin(handle.id, len, align, &handle.hint, Mode::Overwrite)?;
+        // SAFETY: as in `get_mut`. The bytes may be stale arena contents (an object given
+        // room without being read), which every bit pattern makes a valid `T`; they are
+        // replaced whole before the guard is dropped.
+        let mut g = unsafe { RefMut::new(data.cast::<T>(), st) };
+        *g = value;
         Ok(())
     }
 
@@ -523,14 +550,11 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
             if !inner.ram.id_live.get(next.into()) {
                 break;
             }
-            let pair = inner.read_pair(next)?;
-            let Some((i, h)) = pair.newest(inner.working()).filter(|(_, h)| h.live()) else {
-                break;
-            };
+            let h = inner.read_desc(next)?;
             if h.flags & flag::CONT == 0 {
                 break;
             }
-            let at = inner.layout.half_at(next, i);
+            let at = inner.layout.half_at(next, inner.current_half(next));
             if !last_full || h.tag != tag || h.len % size != 0 || h.len > first.len {
                 return Err(HeapError::CorruptMetadata {
                     at,
@@ -562,6 +586,15 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
     /// Bytes currently counted as dirty (size + overhead per dirty object).
     pub fn dirty_bytes(&self) -> u32 {
         self.inner.borrow().dirty_bytes
+    }
+
+    /// Cache units, ids, NVM blocks and bitmap words the heap's linear scans have
+    /// visited since it was created or opened (finding a resident object without a
+    /// valid hint, making room, the write-back clock, persist, allocation). It measures
+    /// the heap's CPU work beyond the fast path of a resident object, which does no
+    /// scan; benchmarks turn it into cycles.
+    pub fn scan_steps(&self) -> u64 {
+        self.inner.borrow().steps.get()
     }
 
     /// The configuration the heap runs with.
@@ -656,10 +689,65 @@ impl<S: Nvm> Inner<S> {
         self.storage.write(offset, data).map_err(|e| self.fail(e))
     }
 
-    fn read_pair(&mut self, id: u16) -> Result<Pair> {
-        let mut b = [0u8; ENTRY_BYTES as usize];
-        self.nvm_read(self.layout.pair_at(id), &mut b)?;
-        Ok(Pair::decode(id, &b))
+    /// Counts `n` steps of a scan (see [`VnvHeap::scan_steps`]).
+    fn step(&self, n: u32) {
+        self.steps.set(self.steps.get() + u64::from(n));
+    }
+
+    /// The half of `id`'s entry pair that the working epoch writes (never the one
+    /// holding the committed description).
+    fn working_half(&self, id: u16) -> u8 {
+        u8::from(self.ram.id_whalf.get(id.into()))
+    }
+
+    /// Whether the working epoch has written `id`'s working half.
+    fn wrote_working(&self, id: u16) -> bool {
+        self.ram.id_wdone.get(id.into())
+    }
+
+    /// The half holding `id`'s current description: the working half once the working
+    /// epoch wrote it, else the committed one.
+    fn current_half(&self, id: u16) -> u8 {
+        let w = self.working_half(id);
+        if self.wrote_working(id) {
+            w
+        } else {
+            1 - w
+        }
+    }
+
+    /// Writes `h` as the working half of `id` and records that it is now current.
+    fn write_working(&mut self, id: u16, h: &Half) -> Result<()> {
+        let half = self.working_half(id);
+        self.nvm_write(self.layout.half_at(id, half), &h.encode(id))?;
+        self.ram.id_wdone.set(id.into(), true);
+        self.epoch_written = true;
+        Ok(())
+    }
+
+    /// The current description of the live object `id`: the 8 description bytes of its
+    /// current half (2 SPI words; the RAM bits say which half, so the pair is not read).
+    fn read_desc(&mut self, id: u16) -> Result<Half> {
+        let at = self.layout.half_at(id, self.current_half(id));
+        let mut b = [0u8; DESC_BYTES];
+        self.nvm_read(at + DESC_OFFSET, &mut b)?;
+        let epoch = if self.wrote_working(id) {
+            self.working()
+        } else {
+            self.committed
+        };
+        let h = Half::decode_desc(epoch, &b);
+        let bad = |what| Err(HeapError::CorruptMetadata { at, what });
+        if !h.live() || h.len == 0 || h.flags & !flag::ALL != 0 {
+            return bad("a live id's current entry is not a live object");
+        }
+        if h.block
+            .checked_add(blocks_for(h.len))
+            .is_none_or(|end| end > self.layout.blocks)
+        {
+            return bad("entry points past the data area");
+        }
+        Ok(h)
     }
 
     /// The live working-epoch description of `id`, if it may get a new handle.
@@ -670,14 +758,7 @@ impl<S: Nvm> Inner<S> {
         if self.ram.id_held.get(id.into()) {
             return Err(HeapError::AlreadyHeld { id });
         }
-        let pair = self.read_pair(id)?;
-        match pair.newest(self.working()) {
-            Some((_, h)) if h.live() => Ok(h),
-            _ => Err(HeapError::CorruptMetadata {
-                at: self.layout.pair_at(id),
-                what: "a live id has no live entry",
-            }),
-        }
+        self.read_desc(id)
     }
 
     fn check_fits(&self, len: u16, align: usize) -> Result<()> {
@@ -694,6 +775,7 @@ impl<S: Nvm> Inner<S> {
     fn free_ids(&self, n: u16) -> Result<u16> {
         let mut run = 0u16;
         for id in 0..self.layout.max_objects {
+            self.step(1);
             if self.ram.id_live.get(id.into()) || self.ram.id_held.get(id.into()) {
                 run = 0;
             } else {
@@ -709,10 +791,9 @@ impl<S: Nvm> Inner<S> {
     /// The first of `n` consecutive free NVM blocks. Blocks freed in the working epoch
     /// stay used until the commit, so the committed state's bytes are never reused early.
     fn free_blocks(&self, n: u32) -> Result<u32> {
-        self.ram
-            .block_used
-            .find_clear_run(n)
-            .ok_or(HeapError::NvmFull { needed_blocks: n })
+        let (found, steps) = self.ram.block_used.find_clear_run(n);
+        self.step(steps);
+        found.ok_or(HeapError::NvmFull { needed_blocks: n })
     }
 
     /// Writes a new object (`count` copies of `elem`) into slot 0 of `block` and its entry
@@ -729,8 +810,6 @@ impl<S: Nvm> Inner<S> {
         count: u32,
     ) -> Result<()> {
         let w = self.working();
-        let pair = self.read_pair(id)?;
-        let half = pair.working_half(w);
         let at = self.layout.slot_at(block, len, 0);
         self.write_repeated(at, elem, count)?;
         let h = Half {
@@ -740,8 +819,7 @@ impl<S: Nvm> Inner<S> {
             len,
             tag,
         };
-        self.nvm_write(self.layout.half_at(id, half), &h.encode(id))?;
-        self.epoch_written = true;
+        self.write_working(id, &h)?;
         self.ram.block_used.set_range(block, blocks_for(len), true);
         self.ram.id_live.set(id.into(), true);
         Ok(())
@@ -773,12 +851,11 @@ impl<S: Nvm> Inner<S> {
     /// Frees `id` in the working epoch: drops it from the cache and writes a dead
     /// working half. Its blocks stay used until the commit (pending).
     fn free_one(&mut self, id: u16) -> Result<()> {
-        let pair = self.read_pair(id)?;
-        let w = self.working();
-        let Some((_, cur)) = pair.newest(w).filter(|(_, h)| h.live()) else {
-            self.ram.id_live.set(id.into(), false);
+        if id >= self.layout.max_objects || !self.ram.id_live.get(id.into()) {
             return Ok(());
-        };
+        }
+        let cur = self.read_desc(id)?;
+        let w = self.working();
         if let Some(u) = self.find_resident(id, u16::MAX) {
             if self.state(u) & state::DIRTY != 0 {
                 self.dirty_bytes = self
@@ -787,14 +864,12 @@ impl<S: Nvm> Inner<S> {
             }
             self.drop_resident(u);
         }
-        let half = pair.working_half(w);
         let dead = Half {
             epoch: w,
             flags: cur.flags & !flag::LIVE,
             ..cur
         };
-        self.nvm_write(self.layout.half_at(id, half), &dead.encode(id))?;
-        self.epoch_written = true;
+        self.write_working(id, &dead)?;
         self.ram
             .block_pending
             .set_range(cur.block, blocks_for(cur.len), true);
@@ -846,6 +921,7 @@ impl<S: Nvm> Inner<S> {
         while e < self.ram.units && self.ram.unit_used.get(e) && !self.ram.unit_start.get(e) {
             e += 1;
         }
+        self.step(e - u);
         e
     }
 
@@ -854,7 +930,10 @@ impl<S: Nvm> Inner<S> {
         if h < self.ram.units && self.ram.unit_start.get(h) && self.header_id(h) == id {
             return Some(h);
         }
-        (0..self.ram.units).find(|&u| self.ram.unit_start.get(u) && self.header_id(u) == id)
+        let found =
+            (0..self.ram.units).find(|&u| self.ram.unit_start.get(u) && self.header_id(u) == id);
+        self.step(found.map_or(self.ram.units, |u| u + 1));
+        found
     }
 
     /// Writes the header of a new resident object at `u` and claims its units.
@@ -876,7 +955,9 @@ impl<S: Nvm> Inner<S> {
     /// Caches a freshly allocated object if a free gap exists (never evicts); returns its
     /// unit or `u16::MAX`.
     fn cache_fresh(&mut self, id: u16, len: u16, align: usize, bytes: &[u8]) -> u16 {
-        let Some(u) = self.ram.unit_used.find_clear_run(units_for(len, align)) else {
+        let (found, steps) = self.ram.unit_used.find_clear_run(units_for(len, align));
+        self.step(steps);
+        let Some(u) = found else {
             return u16::MAX;
         };
         self.place(u, id, len, align);
@@ -889,7 +970,9 @@ impl<S: Nvm> Inner<S> {
     /// Finds `need` consecutive units, evicting unpinned objects (clean ones first) and
     /// writing back dirty ones. Pinned objects are never touched.
     fn make_room(&mut self, need: u32) -> Result<u32> {
-        if let Some(u) = self.ram.unit_used.find_clear_run(need) {
+        let (found, steps) = self.ram.unit_used.find_clear_run(need);
+        self.step(steps);
+        if let Some(u) = found {
             return Ok(u);
         }
         for allow_dirty in [false, true] {
@@ -898,6 +981,7 @@ impl<S: Nvm> Inner<S> {
                 // `p` is always free or the start of an object.
                 let mut u = p;
                 while u < p + need {
+                    self.step(1);
                     if !self.ram.unit_used.get(u) {
                         u += 1;
                         continue;
@@ -912,6 +996,7 @@ impl<S: Nvm> Inner<S> {
                 }
                 let mut u = p;
                 while u < p + need {
+                    self.step(1);
                     if self.ram.unit_start.get(u) {
                         let end = self.extent_end(u);
                         self.evict(u)?;
@@ -938,10 +1023,10 @@ impl<S: Nvm> Inner<S> {
 
     /// Loads `id` into the cache and returns its unit.
     fn load(&mut self, id: u16, len: u16, align: usize) -> Result<u32> {
-        let pair = self.read_pair(id)?;
-        let Some((_, h)) = pair.newest(self.working()).filter(|(_, h)| h.live()) else {
+        if id >= self.layout.max_objects || !self.ram.id_live.get(id.into()) {
             return Err(HeapError::NoSuchObject { id });
-        };
+        }
+        let h = self.read_desc(id)?;
         if h.len != len {
             return Err(HeapError::TypeMismatch { id });
         }
@@ -957,49 +1042,92 @@ impl<S: Nvm> Inner<S> {
         Ok(u)
     }
 
+    /// Gives `id` room in the cache without reading it (its bytes are about to be
+    /// replaced whole) and returns its unit. Reads nothing from NVM: the id is live
+    /// (checked in RAM) and its length is that of the handle's type.
+    fn make_room_for_overwrite(&mut self, id: u16, len: u16, align: usize) -> Result<u32> {
+        if id >= self.layout.max_objects || !self.ram.id_live.get(id.into()) {
+            return Err(HeapError::NoSuchObject { id });
+        }
+        let u = self.make_room(units_for(len, align))?;
+        self.place(u, id, len, align);
+        Ok(u)
+    }
+
     /// Writes the dirty object at `u` to the working slot and half of its id (never the
     /// committed ones) and marks it clean.
+    ///
+    /// Storage: 1 read of the 8-byte description of the current half (the RAM bits say
+    /// which half), 1 write of the bytes and, the first time in an epoch, 1 write of the
+    /// working half.
     fn write_back(&mut self, u: u32) -> Result<()> {
         let id = self.header_id(u);
-        let pair = self.read_pair(id)?;
-        let w = self.working();
-        let Some((_, cur)) = pair.newest(w).filter(|(_, h)| h.live()) else {
+        if id >= self.layout.max_objects || !self.ram.id_live.get(id.into()) {
             return Err(HeapError::CorruptMetadata {
-                at: self.layout.pair_at(id),
+                at: self.layout.pair_at(id.min(self.layout.max_objects - 1)),
                 what: "a resident object has no live entry",
             });
-        };
-        // The committed bytes of this same object (same blocks) stay untouched: write the
-        // other slot. An object created in this epoch has no committed bytes.
-        let slot = match pair.newest(w - 1) {
-            Some((_, c)) if c.live() && c.block == cur.block && c.len == cur.len => 1 - c.slot(),
-            _ => cur.slot(),
-        };
+        }
+        let cur = self.read_desc(id)?;
+        let w = self.working();
+        // The object's bytes reach past the arena only if the description is corrupt;
+        // refuse rather than read outside the cache.
+        let off = (self.data_ptr(u) as usize) - (self.unit_ptr(u) as usize);
+        let end = u as usize * UNIT + off + usize::from(cur.len);
+        if end > self.ram.units as usize * UNIT {
+            return Err(HeapError::CorruptMetadata {
+                at: self.layout.half_at(id, self.current_half(id)),
+                what: "entry length does not match the resident object",
+            });
+        }
+        // The committed bytes of this object stay untouched. If the working half is
+        // already written, it names a slot that holds no committed bytes (the other one,
+        // or slot 0 of blocks allocated in this epoch): write that slot again, and the
+        // half stays as it is. Else the current half is the committed one: write the
+        // other slot and a working half naming it.
+        let done = self.wrote_working(id);
+        let slot = if done { cur.slot() } else { 1 - cur.slot() };
         let at = self.layout.slot_at(cur.block, cur.len, slot);
-        // SAFETY: the object at `u` is resident with `cur.len` initialized bytes and is not
-        // mutably pinned (callers skip MUT objects), so shared access is sound.
+        // SAFETY: the object at `u` is resident with `cur.len` initialized bytes (checked
+        // to lie in the arena) and is not mutably pinned (callers skip MUT objects), so
+        // shared access is sound.
         let data = unsafe { slice::from_raw_parts(self.data_ptr(u), cur.len.into()) };
         self.nvm_write(at, data)?;
-        let half = pair.working_half(w);
-        let new = Half {
-            epoch: w,
-            flags: (cur.flags & !flag::SLOT1) | if slot == 1 { flag::SLOT1 } else { 0 },
-            ..cur
-        };
-        if pair.halves[usize::from(half)] != Some(new) {
-            self.nvm_write(self.layout.half_at(id, half), &new.encode(id))?;
-        }
         self.epoch_written = true;
+        if !done {
+            let new = Half {
+                epoch: w,
+                flags: (cur.flags & !flag::SLOT1) | if slot == 1 { flag::SLOT1 } else { 0 },
+                ..cur
+            };
+            self.write_working(id, &new)?;
+        }
         let s = self.state(u);
-        self.set_state(u, s & !state::DIRTY);
+        self.set_state(u, s & !(state::DIRTY | state::REF_MASK));
         self.dirty_bytes = self
             .dirty_bytes
             .saturating_sub(u32::from(cur.len) + Config::DIRTY_OVERHEAD);
         Ok(())
     }
 
-    /// Makes room for `cost` more dirty bytes by writing back unpinned-for-writing dirty
-    /// objects other than the one at `except`.
+    /// Makes room for `cost` more dirty bytes by writing back dirty objects that are not
+    /// mutably pinned, other than the one at `except`.
+    ///
+    /// Victims (see `state::REF`: a 2-bit count of the times an object was made dirty
+    /// again while dirty, since it became dirty or the scan last aged it):
+    /// 1. the object made dirty most recently, if its count is 0: a write not followed
+    ///    by another is the likeliest to be part of a pass over more data than the limit
+    ///    holds, where writing back the newest object keeps the older ones dirty until
+    ///    the pass comes back to them (MRU is what suits a loop);
+    /// 2. then a scan of the cache in address order, always from unit 0: the first lap
+    ///    writes back dirty objects with count 0 and skips the others; each later lap
+    ///    also takes one off every count it passes. A fixed order keeps a stable set of
+    ///    objects dirty under any access pattern (they stay until the scan reaches
+    ///    them), and the counts keep frequently rewritten objects dirty longest.
+    ///
+    /// Bound: `2 + REF_MAX` laps (one without aging, `REF_MAX` to bring every count to
+    /// 0, one more to reach every candidate), so at most `(2 + REF_MAX) * units` units
+    /// visited and one write-back per candidate; it fails only if no candidate is left.
     fn reserve_dirty(&mut self, cost: u32, except: u32) -> Result<()> {
         let limit = self.config.max_dirty_bytes;
         let fits = |d: u32| d.checked_add(cost).is_some_and(|t| t <= limit);
@@ -1007,12 +1135,33 @@ impl<S: Nvm> Inner<S> {
             return Ok(());
         }
         if cost <= limit {
-            for u in 0..self.ram.units {
-                if u == except || !self.ram.unit_start.get(u) {
-                    continue;
+            let l = self.last_dirtied;
+            if l != except && l < self.ram.units && self.ram.unit_start.get(l) {
+                let s = self.state(l);
+                if s & (state::DIRTY | state::MUT | state::REF_MASK) == state::DIRTY {
+                    self.write_back(l)?;
+                    if fits(self.dirty_bytes) {
+                        return Ok(());
+                    }
                 }
-                let s = self.state(u);
-                if s & state::DIRTY != 0 && s & state::MUT == 0 {
+            }
+            let units = self.ram.units;
+            for lap in 0..2 + u32::from(state::REF_MAX) {
+                for u in 0..units {
+                    self.step(1);
+                    if u == except || !self.ram.unit_start.get(u) {
+                        continue;
+                    }
+                    let s = self.state(u);
+                    if s & state::DIRTY == 0 || s & state::MUT != 0 {
+                        continue;
+                    }
+                    if s & state::REF_MASK != 0 {
+                        if lap > 0 {
+                            self.set_state(u, s - state::REF);
+                        }
+                        continue;
+                    }
                     self.write_back(u)?;
                     if fits(self.dirty_bytes) {
                         return Ok(());
@@ -1036,9 +1185,15 @@ impl<S: Nvm> Inner<S> {
         hint: &Cell<u16>,
         mode: Mode,
     ) -> Result<(NonNull<u8>, NonNull<u16>)> {
-        let u = match self.find_resident(id, hint.get()) {
-            Some(u) => u,
-            None => self.load(id, len, align)?,
+        let cost = u32::from(len) + Config::DIRTY_OVERHEAD;
+        let (u, reserved) = match self.find_resident(id, hint.get()) {
+            Some(u) => (u, false),
+            None if mode == Mode::Overwrite => {
+                // Reserve first: a failure then leaves nothing half-placed.
+                self.reserve_dirty(cost, u32::MAX)?;
+                (self.make_room_for_overwrite(id, len, align)?, true)
+            }
+            None => (self.load(id, len, align)?, false),
         };
         hint.set(u as u16);
         let s = self.state(u);
@@ -1049,15 +1204,25 @@ impl<S: Nvm> Inner<S> {
                 }
                 self.set_state(u, s + state::READER);
             }
-            Mode::Write => {
+            Mode::Write | Mode::Overwrite => {
                 if state::pinned(s) {
                     return Err(HeapError::Borrowed { id });
                 }
-                if s & state::DIRTY == 0 {
-                    let cost = u32::from(len) + Config::DIRTY_OVERHEAD;
-                    self.reserve_dirty(cost, u)?;
+                let s = if s & state::DIRTY != 0 {
+                    // Dirty again before its write-back: counts towards staying dirty.
+                    if (s & state::REF_MASK) / state::REF < state::REF_MAX {
+                        s + state::REF
+                    } else {
+                        s
+                    }
+                } else {
+                    if !reserved {
+                        self.reserve_dirty(cost, u)?;
+                    }
                     self.dirty_bytes += cost;
-                }
+                    self.last_dirtied = u;
+                    s
+                };
                 self.set_state(u, s | state::DIRTY | state::MUT);
             }
         }
@@ -1067,13 +1232,15 @@ impl<S: Nvm> Inner<S> {
     }
 
     /// See [`VnvHeap::persist`]. Keep in step with [`wcec_bound`](crate::wcec_bound):
-    /// per dirty object 1 read (its entry pair) and at most 2 writes (bytes, entry half);
+    /// per dirty object 1 read (the 8-byte description of its current half) and at most
+    /// 2 writes (bytes, entry half);
     /// then flush, 1 write (commit record), flush.
     fn persist(&mut self) -> Result<()> {
         let w = self.working();
         if w == u32::MAX {
             return Err(HeapError::EpochsExhausted);
         }
+        self.step(2 * self.ram.units);
         for u in 0..self.ram.units {
             if self.ram.unit_start.get(u) && self.state(u) & state::MUT != 0 {
                 return Err(HeapError::MutablyBorrowed {
@@ -1105,6 +1272,11 @@ impl<S: Nvm> Inner<S> {
         self.epoch_written = false;
         self.ram.block_used.clear_where(self.ram.block_pending);
         self.ram.block_pending.clear_all();
+        // Every working half written is now the committed one, so the other half becomes
+        // the working half of the next epoch.
+        self.ram.id_whalf.toggle_where(self.ram.id_wdone);
+        self.ram.id_wdone.clear_all();
+        self.step(2 * self.ram.block_used.words() + 2 * self.ram.id_whalf.words());
         Ok(())
     }
 }

@@ -4,9 +4,11 @@
 //! Storage traffic is whatever the library issues on a [`CountingNvm`]; the storage
 //! time per SPI word comes from the library's own [`CostModel::esp32c3_spi_fram`], so
 //! that the benchmark and the library's `wcec_bound` price a word the same way. The
-//! library's CPU work cannot be seen from outside, so it is charged per API call (see
-//! the constants, estimated from reading `heap-service/vnv-heap/src/heap.rs`). This
-//! file must never reach into the library's internals or change its files.
+//! library's CPU work is charged per API call from three things (see the constants,
+//! estimated from reading `heap-service/vnv-heap/src/heap.rs`): a fixed fast path, the
+//! steps of its linear scans, which the library counts and reports
+//! ([`VnvHeap::scan_steps`]), and the storage calls it issued. This file must never
+//! reach into the library's internals or change its files.
 
 use crate::cost::{Cost, Meter, StorageModel};
 use crate::counting::{Counter, CountingNvm, NvmCounts};
@@ -19,16 +21,14 @@ use vnv_heap::{wcec_bound, Config, CostModel, Handle, VnvHeap, METADATA};
 /// back): `RefCell` borrow, handle check, hint lookup of the resident header, state
 /// word update, guard creation and the guard's drop. About 80 RV32 instructions.
 pub const CALL_CYCLES: u64 = 80;
-/// Cycles per cache unit (8 bytes) of one linear scan of the cache bitmaps (bit test,
-/// branch, increment). The library scans the whole cache when a hint misses
-/// (`find_resident`), when it makes room (`make_room`), when it writes back for the
-/// dirty limit (`reserve_dirty`) and twice in `persist`.
-pub const SCAN_CYCLES_PER_UNIT: u64 = 3;
-/// Full-cache scans charged to a call that moved data (load or write-back): one to
-/// find the object or room, one to pick dirty objects to write back.
-pub const SLOW_PATH_SCANS: u64 = 2;
-/// Full-cache scans of `persist` (the pinned check and the write-back loop).
-pub const PERSIST_SCANS: u64 = 2;
+/// Cycles per step of one of the library's linear scans, as counted by
+/// [`VnvHeap::scan_steps`] (a cache unit, id or NVM block visited, or a bitmap word
+/// combined): one inlined `Bits::get` (bounds compare and branch, word index shift and
+/// add, load, bit shift, mask, branch: 8 instructions) plus the loop's increment and
+/// compare (2). The scans are `find_resident` without a valid hint, `make_room`
+/// (`find_clear_run`, the eviction windows, `extent_end`), the write-back clock of
+/// `reserve_dirty`, the two loops of `persist` and the id and block searches of `alloc`.
+pub const SCAN_CYCLES_PER_STEP: u64 = 10;
 /// Cycles per storage call the library issues, besides the transfer: encoding or
 /// decoding an entry half with its CRC-32 over 16 bytes, slot arithmetic.
 pub const CYCLES_PER_NVM_CALL: u64 = 200;
@@ -89,41 +89,32 @@ fn device(config: &Config) -> (Dev, Counter) {
 struct Charge {
     meter: Meter,
     counter: Counter,
-    units: u64,
 }
 
 impl Charge {
-    fn new(counter: Counter, cache_capacity: usize) -> Self {
+    fn new(counter: Counter) -> Self {
         Charge {
             meter: Meter::new(),
             counter,
-            units: (cache_capacity / UNIT) as u64,
         }
     }
 
-    /// Runs one API call `f`, charging the fast path, plus scans and per-call work if
-    /// it moved data.
-    fn call<R>(&mut self, f: impl FnOnce() -> R) -> R {
-        let before = self.counter.get();
+    /// Runs one API call `f` on `heap`, charging the fast path, the scan steps the heap
+    /// reports for it and its storage calls.
+    fn call<R>(&mut self, heap: &VnvHeap<'_, Dev>, f: impl FnOnce() -> R) -> R {
+        let (before, steps) = (self.counter.get(), heap.scan_steps());
         let r = f();
         let d = self.counter.get().since(&before);
         self.meter.op(CALL_CYCLES);
-        if d.reads + d.writes > 0 {
-            self.meter
-                .op(SLOW_PATH_SCANS * self.units * SCAN_CYCLES_PER_UNIT);
-            self.meter.op((d.reads + d.writes) * CYCLES_PER_NVM_CALL);
-        }
+        self.meter
+            .op((heap.scan_steps() - steps) * SCAN_CYCLES_PER_STEP);
+        self.meter.op((d.reads + d.writes) * CYCLES_PER_NVM_CALL);
         r
     }
 
     fn persist(&mut self, heap: &VnvHeap<'_, Dev>) {
-        let before = self.counter.get();
-        heap.persist()
+        self.call(heap, || heap.persist())
             .expect("persist succeeds on a healthy device");
-        let d = self.counter.get().since(&before);
-        self.meter
-            .op(CALL_CYCLES + PERSIST_SCANS * self.units * SCAN_CYCLES_PER_UNIT);
-        self.meter.op((d.reads + d.writes) * CYCLES_PER_NVM_CALL);
     }
 
     fn snapshot(&self) -> (Meter, NvmCounts) {
@@ -179,10 +170,9 @@ fn retrieval_of<const N: usize>(ram: usize, case: RefCase) -> Cost {
         RefCase::Bad => {}
         RefCase::Worst => drop(heap.get_mut(&mut big).expect("load big dirty")),
     }
-    let capacity = heap.cache_capacity();
-    let mut charge = Charge::new(counter, capacity);
+    let mut charge = Charge::new(counter);
     let before = charge.snapshot();
-    let guard = charge.call(|| heap.get_ref(&target).expect("retrieval"));
+    let guard = charge.call(&heap, || heap.get_ref(&target).expect("retrieval"));
     assert_eq!(guard[N - 1], 7, "the object must come back intact");
     drop(guard);
     let cost = Cost::between(before, charge.snapshot());
@@ -224,7 +214,7 @@ impl Fifo for VnvQueue<'_, '_> {
         let slot = (self.head + self.len) % self.slots.len();
         let value: [u8; 256] = value.try_into().expect("256-byte element");
         let (heap, h) = (self.heap, &mut self.slots[slot]);
-        self.charge.call(|| heap.set(h, value)).expect("set");
+        self.charge.call(heap, || heap.set(h, value)).expect("set");
         self.charge.meter.copy(256);
         self.len += 1;
         true
@@ -235,7 +225,7 @@ impl Fifo for VnvQueue<'_, '_> {
             return false;
         }
         let (heap, h) = (self.heap, &self.slots[self.head]);
-        let v = self.charge.call(|| heap.get(h)).expect("get");
+        let v = self.charge.call(heap, || heap.get(h)).expect("get");
         self.charge.meter.copy(256);
         out.copy_from_slice(&v);
         self.head = (self.head + 1) % self.slots.len();
@@ -269,7 +259,7 @@ pub fn queue_mean(ram: usize, slots: usize, len: usize) -> Option<Mean> {
         slots: handles,
         head: 0,
         len: 0,
-        charge: Charge::new(counter, heap.cache_capacity()),
+        charge: Charge::new(counter),
     };
     mean_push_pop(&mut q, len)
 }
@@ -314,7 +304,7 @@ fn persist_with<const N: usize>(ram: usize, dirty: usize) -> Option<(Cost, f64)>
             Err(e) => panic!("set failed: {e}"),
         }
     }
-    let mut charge = Charge::new(counter, heap.cache_capacity());
+    let mut charge = Charge::new(counter);
     let before = charge.snapshot();
     charge.persist(&heap);
     let bound = wcec_bound(&config, &library_cost_model());
@@ -363,19 +353,19 @@ impl Kv for VnvKvStore<'_, '_> {
         let r = match &mut self.values[key] {
             Value::B32(h) => {
                 let v = value.try_into().expect("32 B");
-                self.charge.call(|| heap.set(h, v))
+                self.charge.call(heap, || heap.set(h, v))
             }
             Value::B128(h) => {
                 let v = value.try_into().expect("128 B");
-                self.charge.call(|| heap.set(h, v))
+                self.charge.call(heap, || heap.set(h, v))
             }
             Value::B256(h) => {
                 let v = value.try_into().expect("256 B");
-                self.charge.call(|| heap.set(h, v))
+                self.charge.call(heap, || heap.set(h, v))
             }
             Value::B1024(h) => {
                 let v = value.try_into().expect("1024 B");
-                self.charge.call(|| heap.set(h, v))
+                self.charge.call(heap, || heap.set(h, v))
             }
         };
         r.expect("update");
@@ -424,7 +414,7 @@ pub fn kv_measure(sizes: &[usize], dirty: usize, keys: &[usize]) -> Cost {
     let mut kv = VnvKvStore {
         heap: &heap,
         values,
-        charge: Charge::new(counter, heap.cache_capacity()),
+        charge: Charge::new(counter),
     };
     measure(&mut kv, sizes, keys)
 }
