@@ -269,6 +269,22 @@ mod tests {
     }
 
     #[test]
+    fn a_misaligned_buffer_never_gets_more_units_than_an_aligned_one() {
+        // `wcec_bound` counts the units of an 8-aligned buffer of `cache_bytes`; persist
+        // scans the units it really got, so those must never be more.
+        for len in (64usize..5000).step_by(13) {
+            let aligned = RamPlan::new(len, 24, 64).map_or(0, |p| p.units);
+            for addr in 1..8 {
+                let got = RamPlan::with_addr(addr, len, 24, 64).map_or(0, |p| p.units);
+                assert!(
+                    got <= aligned,
+                    "len {len} at addr {addr}: {got} units, more than the {aligned} the bound counts"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn bits_find_runs_of_clear_bits() {
         let mut words = [0u32; 2];
         let b = Bits {

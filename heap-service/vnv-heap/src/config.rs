@@ -2,11 +2,14 @@
 //!
 //! Everything here is computed from a [`Config`] alone, never from a heap's state: the
 //! bound must hold for every state the configuration allows. Keep [`wcec_bound`] in
-//! step with `VnvHeap::persist` in `heap.rs`; the tests measure one against the other.
+//! step with `VnvHeap::persist` in `heap.rs` (its storage calls and the scan steps it
+//! counts); the tests measure one against the other.
 
-use crate::format::{DESC_BYTES, ENTRY_BYTES, HALF_BYTES, HEADER_BYTES};
+use crate::bits::RamPlan;
+use crate::format::{BLOCK_BYTES, DESC_BYTES, ENTRY_BYTES, HALF_BYTES, HEADER_BYTES};
 
-/// How a heap is laid out and how much dirty state it may hold.
+/// How a heap is laid out, how much RAM it caches in and how much dirty state it may
+/// hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Upper bound on the bytes `persist` writes for objects. Each dirty object counts
@@ -20,20 +23,27 @@ pub struct Config {
     /// Bytes of NVM for object data (each object keeps two copies, rounded to 32-byte
     /// blocks). Fixed at format time.
     pub nvm_data_bytes: u32,
+    /// Length of the cache buffer passed to `VnvHeap::new` and `VnvHeap::open`, RAM
+    /// metadata included; both refuse a buffer of any other length
+    /// ([`HeapError::CacheSizeMismatch`](crate::HeapError::CacheSizeMismatch)).
+    /// [`wcec_bound`] needs it because persist scans every cache unit. Not stored on
+    /// NVM: a heap may be reopened with another cache size.
+    pub cache_bytes: u32,
 }
 
 impl Config {
     /// Bytes each dirty object adds to the dirty count on top of its size.
     pub const DIRTY_OVERHEAD: u32 = HALF_BYTES;
 
-    /// A configuration with the given dirty limit, 64 object ids, the heap at offset 0
-    /// and 16 KiB of NVM data area.
-    pub const fn new(max_dirty_bytes: u32) -> Config {
+    /// A configuration with the given dirty limit and cache buffer length, 64 object
+    /// ids, the heap at offset 0 and 16 KiB of NVM data area.
+    pub const fn new(max_dirty_bytes: u32, cache_bytes: u32) -> Config {
         Config {
             max_dirty_bytes,
             max_objects: 64,
             nvm_offset: 0,
             nvm_data_bytes: 16 * 1024,
+            cache_bytes,
         }
     }
 
@@ -45,12 +55,32 @@ impl Config {
             .map(|l| l.end())
     }
 
-    /// Bytes of RAM the heap takes from the cache buffer for its bitmaps (before
-    /// alignment), leaving the rest for cached objects.
-    pub fn ram_metadata_bytes(&self, cache_len: usize) -> usize {
-        crate::bits::RamPlan::new(cache_len, self.max_objects, self.nvm_data_bytes / 32)
-            .map(|p| p.metadata_bytes())
-            .unwrap_or(cache_len)
+    /// Bytes of RAM the heap takes from a cache buffer of [`cache_bytes`](Self::cache_bytes)
+    /// for its bitmaps (before alignment), leaving the rest for cached objects.
+    pub fn ram_metadata_bytes(&self) -> usize {
+        let len = self.cache_bytes as usize;
+        self.ram_plan().map(|p| p.metadata_bytes()).unwrap_or(len)
+    }
+
+    /// NVM data blocks (32 bytes each) of the data area.
+    fn nvm_blocks(&self) -> u32 {
+        self.nvm_data_bytes / BLOCK_BYTES
+    }
+
+    /// The split of an 8-aligned cache buffer of `cache_bytes` bytes.
+    fn ram_plan(&self) -> Option<RamPlan> {
+        RamPlan::new(
+            self.cache_bytes as usize,
+            self.max_objects,
+            self.nvm_blocks(),
+        )
+    }
+
+    /// Most cache units (8-byte arena units) a heap under this configuration can have:
+    /// exactly its count for an 8-aligned buffer; a misaligned one loses up to 7 bytes
+    /// to alignment and never has more units.
+    fn max_cache_units(&self) -> u32 {
+        self.ram_plan().map_or(0, |p| p.units as u32)
     }
 }
 
@@ -86,11 +116,14 @@ pub const METADATA: MetadataCost = MetadataCost {
     nvm_bytes_per_id: ENTRY_BYTES,
 };
 
-/// Time and energy of storage operations, for turning a [`WcecBound`] into a duration
-/// and an energy.
+/// Time and energy of storage operations and of the CPU, for turning a [`WcecBound`]
+/// into a duration and an energy.
 ///
-/// An operation of `n` bytes costs `op + n * byte`; this must be an upper bound of the
-/// real cost of every operation size.
+/// A storage operation of `n` bytes costs `op + n * byte`; this must be an upper bound
+/// of the real cost of every operation size. CPU work is counted in cycles at
+/// `cpu_hz`, drawing `cpu_mw`: `cpu_fixed_cycles` once per persist,
+/// `cpu_per_object_cycles` per object written and `cpu_per_step_cycles` per scan step
+/// (as [`VnvHeap::scan_steps`](crate::VnvHeap::scan_steps) counts them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CostModel {
     pub read_op_ns: u64,
@@ -103,16 +136,23 @@ pub struct CostModel {
     pub write_op_nj: u64,
     pub write_byte_nj: u64,
     pub flush_nj: u64,
-    /// CPU time persist spends per object it writes, beyond the storage operations.
-    pub cpu_per_object_ns: u64,
-    pub cpu_per_object_nj: u64,
-    /// CPU time persist spends once (scanning the cache, encoding the commit record).
-    pub cpu_fixed_ns: u64,
-    pub cpu_fixed_nj: u64,
+    /// CPU clock in Hz; 0 counts no CPU time or energy at all.
+    pub cpu_hz: u64,
+    /// Power drawn while the CPU works, in milliwatts.
+    pub cpu_mw: u64,
+    /// Cycles persist spends once beyond its scans (entering, encoding and
+    /// checksumming the commit record, the flush calls).
+    pub cpu_fixed_cycles: u64,
+    /// Cycles persist spends per object it writes, beyond the storage operations
+    /// (decoding its description, encoding and checksumming its entry half).
+    pub cpu_per_object_cycles: u64,
+    /// Cycles per scan step: one cache unit visited or one bitmap word combined.
+    pub cpu_per_step_cycles: u64,
 }
 
 impl CostModel {
-    /// Counts nothing: only the byte and operation counts of a bound are meaningful.
+    /// Counts nothing: only the byte, operation and step counts of a bound are
+    /// meaningful.
     pub const ZERO: CostModel = CostModel {
         read_op_ns: 0,
         read_byte_ns: 0,
@@ -124,10 +164,11 @@ impl CostModel {
         write_op_nj: 0,
         write_byte_nj: 0,
         flush_nj: 0,
-        cpu_per_object_ns: 0,
-        cpu_per_object_nj: 0,
-        cpu_fixed_ns: 0,
-        cpu_fixed_nj: 0,
+        cpu_hz: 0,
+        cpu_mw: 0,
+        cpu_fixed_cycles: 0,
+        cpu_per_object_cycles: 0,
+        cpu_per_step_cycles: 0,
     };
 
     /// The paper's set-up (section 7.1): ESP32-C3 at 160 MHz, MB85RS4MT FRAM on SPI at
@@ -148,9 +189,18 @@ impl CostModel {
     /// - energy = time × 132 mW: 1 551 nJ per read byte, 6 204 nJ per read operation,
     ///   2 574 nJ per written byte, 10 296 nJ per write operation.
     /// - flush: FRAM has no write cache, 0.
-    /// - CPU: 60 µs per object and 100 µs fixed, an estimate above the paper's 56 µs
-    ///   best-case reference retrieval (which includes finding a resident object); not
-    ///   measured on hardware.
+    /// - CPU at 160 MHz and 132 mW (0.825 nJ per cycle). All three figures are
+    ///   estimates from reading the code, not measured on hardware:
+    ///   - 10 cycles per scan step ([`CYCLES_PER_SCAN_STEP`]): one inlined bit test
+    ///     (bounds compare and branch, word index, load, shift, mask, branch: about 8
+    ///     RV32 instructions) plus the loop's increment and compare, at about one
+    ///     instruction per cycle. vnv-bench charges the same constant.
+    ///   - 9 600 cycles (60 µs) per object and 16 000 cycles (100 µs) fixed: kept from
+    ///     the first estimate (above the paper's 56 µs best-case reference retrieval),
+    ///     now without the scans, which the steps count. They are far above an
+    ///     instruction count of that work (decoding an 8-byte description, a CRC-32
+    ///     over a 16-byte entry half or the 32-byte commit record: hundreds of cycles;
+    ///     vnv-bench charges 200 cycles per storage call and 80 per API call).
     pub const fn esp32c3_spi_fram() -> CostModel {
         const READ_WORD_NS: u64 = 47_000;
         const WRITE_WORD_NS: u64 = 78_000;
@@ -166,13 +216,36 @@ impl CostModel {
             write_op_nj: WRITE_WORD_NS * MW / 1000,
             write_byte_nj: (WRITE_WORD_NS / 4 * MW).div_ceil(1000),
             flush_nj: 0,
-            cpu_per_object_ns: 60_000,
-            cpu_per_object_nj: 60_000 * MW / 1000,
-            cpu_fixed_ns: 100_000,
-            cpu_fixed_nj: 100_000 * MW / 1000,
+            cpu_hz: 160_000_000,
+            cpu_mw: MW,
+            cpu_fixed_cycles: 16_000,
+            cpu_per_object_cycles: 9_600,
+            cpu_per_step_cycles: CYCLES_PER_SCAN_STEP,
         }
     }
+
+    /// Nanoseconds of `cycles` at `cpu_hz`, rounded up (0 if `cpu_hz` is 0).
+    pub fn cpu_ns(&self, cycles: u64) -> u64 {
+        self.per_hz(u128::from(cycles) * 1_000_000_000)
+    }
+
+    /// Nanojoules of `cycles` at `cpu_hz` and `cpu_mw`, rounded up (0 if `cpu_hz` is 0).
+    pub fn cpu_nj(&self, cycles: u64) -> u64 {
+        // ns × mW = pJ, so nJ = cycles × 10^9 / hz × mW / 1000.
+        self.per_hz(u128::from(cycles) * u128::from(self.cpu_mw) * 1_000_000)
+    }
+
+    fn per_hz(&self, x: u128) -> u64 {
+        if self.cpu_hz == 0 {
+            return 0;
+        }
+        u64::try_from(x.div_ceil(u128::from(self.cpu_hz))).unwrap_or(u64::MAX)
+    }
 }
+
+/// Estimated ESP32-C3 cycles per scan step (see [`CostModel::esp32c3_spi_fram`]); not
+/// measured on hardware. The benchmarks charge every counted step this much.
+pub const CYCLES_PER_SCAN_STEP: u64 = 10;
 
 /// Worst-case cost of one `persist` call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -189,22 +262,35 @@ pub struct WcecBound {
     pub bytes_read: u64,
     /// `Nvm::flush` calls (persist issues no `fence`).
     pub flushes: u64,
-    /// Time under the cost model, nanoseconds.
+    /// Scan steps, as [`VnvHeap::scan_steps`](crate::VnvHeap::scan_steps) counts them.
+    pub scan_steps: u64,
+    /// CPU cycles under the cost model (fixed + per object + per step).
+    pub cpu_cycles: u64,
+    /// Time under the cost model (storage and CPU), nanoseconds.
     pub time_ns: u64,
-    /// Energy under the cost model, nanojoules.
+    /// Energy under the cost model (storage and CPU), nanojoules.
     pub energy_nj: u64,
 }
 
-/// The worst-case storage traffic, time and energy of `VnvHeap::persist` under
-/// `config`, whatever the heap's state.
+/// The worst-case storage traffic, scan steps, time and energy of `VnvHeap::persist`
+/// under `config`, whatever the heap's state.
 ///
-/// Derivation (see `persist` in `heap.rs`): each dirty object counts at least
-/// `1 + DIRTY_OVERHEAD` bytes towards `max_dirty_bytes`, so at most
-/// `D = max_dirty_bytes / (1 + DIRTY_OVERHEAD)` objects are dirty. Persist reads the
-/// description of each one's current half (1 read of 8 bytes), writes its bytes and,
-/// unless the epoch already wrote it, its entry half (at most 2 writes,
-/// `size + 16` bytes, which sum to at most `max_dirty_bytes`), then flushes, writes the
-/// 32-byte commit record and flushes again.
+/// Derivation (see `persist` in `heap.rs`):
+/// - Storage: each dirty object counts at least `1 + DIRTY_OVERHEAD` bytes towards
+///   `max_dirty_bytes`, so at most `D = max_dirty_bytes / (1 + DIRTY_OVERHEAD)`
+///   objects are dirty. Persist reads the description of each one's current half (1
+///   read of 8 bytes), writes its bytes and, unless the epoch already wrote it, its
+///   entry half (at most 2 writes, `size + 16` bytes, which sum to at most
+///   `max_dirty_bytes`), then flushes, writes the 32-byte commit record and flushes
+///   again: `2D + 1` writes of `max_dirty_bytes + 32` bytes, `D` reads of `8D` bytes,
+///   2 flushes.
+/// - Scan steps: two passes over the `U` cache units (refuse if an object is mutably
+///   borrowed; write back the dirty ones), then, after the commit, two whole-bitmap
+///   operations over the `ceil(B / 32)` words of the NVM block bitmaps and two over
+///   the `ceil(N / 32)` words of the id bitmaps: `2U + 2 ceil(B/32) + 2 ceil(N/32)`,
+///   where `U` is the arena units of a `cache_bytes` buffer, `B = nvm_data_bytes / 32`
+///   and `N = max_objects`. Writing an object back scans nothing.
+/// - CPU: `cpu_fixed_cycles + D * cpu_per_object_cycles + steps * cpu_per_step_cycles`.
 pub fn wcec_bound(config: &Config, cost: &CostModel) -> WcecBound {
     let d = u64::from(config.max_dirty_bytes / (1 + Config::DIRTY_OVERHEAD));
     let writes = 2 * d + 1;
@@ -212,20 +298,25 @@ pub fn wcec_bound(config: &Config, cost: &CostModel) -> WcecBound {
     let reads = d;
     let bytes_read = d * DESC_BYTES as u64;
     let flushes = 2;
+    let words = |bits: u32| u64::from(bits.div_ceil(32));
+    let scan_steps = 2 * u64::from(config.max_cache_units())
+        + 2 * words(config.nvm_blocks())
+        + 2 * words(config.max_objects.into());
+    let cpu_cycles = cost.cpu_fixed_cycles
+        + d * cost.cpu_per_object_cycles
+        + scan_steps * cost.cpu_per_step_cycles;
     let time_ns = reads * cost.read_op_ns
         + bytes_read * cost.read_byte_ns
         + writes * cost.write_op_ns
         + bytes_written * cost.write_byte_ns
         + flushes * cost.flush_ns
-        + d * cost.cpu_per_object_ns
-        + cost.cpu_fixed_ns;
+        + cost.cpu_ns(cpu_cycles);
     let energy_nj = reads * cost.read_op_nj
         + bytes_read * cost.read_byte_nj
         + writes * cost.write_op_nj
         + bytes_written * cost.write_byte_nj
         + flushes * cost.flush_nj
-        + d * cost.cpu_per_object_nj
-        + cost.cpu_fixed_nj;
+        + cost.cpu_nj(cpu_cycles);
     WcecBound {
         objects: d,
         writes,
@@ -233,6 +324,8 @@ pub fn wcec_bound(config: &Config, cost: &CostModel) -> WcecBound {
         reads,
         bytes_read,
         flushes,
+        scan_steps,
+        cpu_cycles,
         time_ns,
         energy_nj,
     }

@@ -19,6 +19,9 @@ pub enum HeapError {
     StorageTooSmall { needed: u32, size: u32 },
     /// The cache buffer cannot hold the RAM metadata and at least one object.
     CacheTooSmall { needed: usize, size: usize },
+    /// The cache buffer's length is not [`Config::cache_bytes`](crate::Config), on which
+    /// the persist bound depends.
+    CacheSizeMismatch { configured: u32, given: usize },
     /// `open` found no commit record at all (the device was never formatted).
     NotFormatted,
     /// `open` found metadata that fails its checks.
@@ -84,6 +87,10 @@ impl fmt::Display for HeapError {
             HeapError::CacheTooSmall { needed, size } => {
                 write!(f, "the cache needs at least {needed} bytes but has {size}")
             }
+            HeapError::CacheSizeMismatch { configured, given } => write!(
+                f,
+                "the cache buffer has {given} bytes but the configuration's cache_bytes says {configured}"
+            ),
             HeapError::NotFormatted => f.write_str("no heap was ever persisted on this device"),
             HeapError::CorruptMetadata { at, what } => {
                 write!(f, "corrupt heap metadata at NVM offset {at:#x}: {what}")

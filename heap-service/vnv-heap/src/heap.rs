@@ -5,7 +5,9 @@
 //!   description (entry half) or bytes (slot) of any object, nor the current commit
 //!   record; see the versioning rule in [`format`](crate::format).
 //! - Dirty bytes (size + [`Config::DIRTY_OVERHEAD`] per dirty object) never exceed
-//!   `max_dirty_bytes`, so `persist` stays within [`wcec_bound`](crate::wcec_bound).
+//!   `max_dirty_bytes`, and the cache is exactly [`Config::cache_bytes`] long, so
+//!   `persist` stays within [`wcec_bound`](crate::wcec_bound) in storage traffic and in
+//!   scan steps.
 //! - A pinned object (a guard exists) is never moved, evicted or overwritten, and a
 //!   mutably pinned one is never read by the heap either.
 //! - After any storage error the heap is poisoned and refuses every call.
@@ -107,9 +109,11 @@ fn bytes_of<T: Persist>(v: &T) -> &[u8] {
 
 impl<'c, S: Nvm> VnvHeap<'c, S> {
     /// Formats a new, empty heap on `storage` (erasing any heap there) and caches its
-    /// objects in `cache`. The RAM metadata is carved from the front of `cache`.
+    /// objects in `cache`, which must be [`Config::cache_bytes`] long. The RAM metadata
+    /// is carved from the front of `cache`.
     pub fn new(mut storage: S, cache: &'c mut [u8], config: Config) -> Result<Self> {
         let layout = Self::check_layout(&storage, &config)?;
+        Self::check_cache(cache, &config)?;
         let ram = Self::carve(cache, &config, &layout)?;
         // Erase both commit records first, so an interrupted format reads as unformatted
         // or corrupt, never as an older heap; then the table, then the first record.
@@ -137,9 +141,11 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
 
     /// Reopens the heap persisted on `storage`, with exactly the state of its last
     /// completed persist. Checks both commit records and every entry; erases what an
-    /// interrupted epoch left behind.
+    /// interrupted epoch left behind. `cache` must be [`Config::cache_bytes`] long (it
+    /// may differ from the length the heap was created with).
     pub fn open(mut storage: S, cache: &'c mut [u8], config: Config) -> Result<Self> {
         let layout = Self::check_layout(&storage, &config)?;
+        Self::check_cache(cache, &config)?;
         let mut best: Option<(u8, Header)> = None;
         let mut blank = true;
         for copy in 0..2u8 {
@@ -242,6 +248,18 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
             });
         }
         Ok(layout)
+    }
+
+    /// The cache must be exactly as long as the configuration says: the persist bound
+    /// counts its units from [`Config::cache_bytes`].
+    fn check_cache(cache: &[u8], config: &Config) -> Result<()> {
+        if u32::try_from(cache.len()) != Ok(config.cache_bytes) {
+            return Err(HeapError::CacheSizeMismatch {
+                configured: config.cache_bytes,
+                given: cache.len(),
+            });
+        }
+        Ok(())
     }
 
     fn carve(cache: &'c mut [u8], config: &Config, layout: &Layout) -> Result<Ram> {
@@ -592,7 +610,8 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
     /// visited since it was created or opened (finding a resident object without a
     /// valid hint, making room, the write-back clock, persist, allocation). It measures
     /// the heap's CPU work beyond the fast path of a resident object, which does no
-    /// scan; benchmarks turn it into cycles.
+    /// scan; benchmarks turn it into cycles. The steps of one persist never exceed
+    /// [`WcecBound::scan_steps`](crate::WcecBound::scan_steps).
     pub fn scan_steps(&self) -> u64 {
         self.inner.borrow().steps.get()
     }
@@ -1233,14 +1252,15 @@ impl<S: Nvm> Inner<S> {
 
     /// See [`VnvHeap::persist`]. Keep in step with [`wcec_bound`](crate::wcec_bound):
     /// per dirty object 1 read (the 8-byte description of its current half) and at most
-    /// 2 writes (bytes, entry half);
-    /// then flush, 1 write (commit record), flush.
+    /// 2 writes (bytes, entry half); then flush, 1 write (commit record), flush.
+    /// Scan steps: one per cache unit in each of the two passes, then one per word of
+    /// the four bitmaps combined after the commit; `write_back` scans nothing.
     fn persist(&mut self) -> Result<()> {
         let w = self.working();
         if w == u32::MAX {
             return Err(HeapError::EpochsExhausted);
         }
-        self.step(2 * self.ram.units);
+        self.step(self.ram.units);
         for u in 0..self.ram.units {
             if self.ram.unit_start.get(u) && self.state(u) & state::MUT != 0 {
                 return Err(HeapError::MutablyBorrowed {
@@ -1248,6 +1268,7 @@ impl<S: Nvm> Inner<S> {
                 });
             }
         }
+        self.step(self.ram.units);
         for u in 0..self.ram.units {
             if self.ram.unit_start.get(u) && self.state(u) & state::DIRTY != 0 {
                 self.write_back(u)?;

@@ -33,7 +33,9 @@ mod guard;
 mod handle;
 mod heap;
 
-pub use config::{wcec_bound, Config, CostModel, MetadataCost, WcecBound, METADATA};
+pub use config::{
+    wcec_bound, Config, CostModel, MetadataCost, WcecBound, CYCLES_PER_SCAN_STEP, METADATA,
+};
 pub use error::HeapError;
 pub use guard::{Ref, RefMut};
 pub use handle::{ArrayHandle, Handle, ObjectId};

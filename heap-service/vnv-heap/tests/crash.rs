@@ -29,7 +29,7 @@ const ARR_CHUNK: u16 = 4;
 const CACHE: usize = 160;
 
 fn config() -> Config {
-    small_config(64)
+    small_config(64, CACHE)
 }
 
 enum H<'h> {

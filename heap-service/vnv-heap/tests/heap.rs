@@ -10,7 +10,7 @@ use vnv_heap::{wcec_bound, Config, CostModel, HeapError, ObjectId, VnvHeap, META
 
 #[test]
 fn values_round_trip_through_get_set_and_update() {
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let mut a = heap.alloc(41u32).unwrap();
@@ -29,7 +29,7 @@ fn values_round_trip_through_get_set_and_update() {
 
 #[test]
 fn a_reopened_heap_has_exactly_the_last_persisted_state() {
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let mut a = heap.alloc(1u64).unwrap();
@@ -57,7 +57,7 @@ fn a_reopened_heap_has_exactly_the_last_persisted_state() {
 
 #[test]
 fn a_free_is_undone_by_a_reopen_before_persist_and_kept_after_it() {
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let a = heap.alloc(5u32).unwrap();
@@ -82,7 +82,7 @@ fn a_free_is_undone_by_a_reopen_before_persist_and_kept_after_it() {
 
 #[test]
 fn a_wrong_id_or_type_is_an_error_never_a_misread() {
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let a = heap.alloc(5u32).unwrap();
@@ -133,7 +133,7 @@ fn a_wrong_id_or_type_is_an_error_never_a_misread() {
 
 #[test]
 fn guards_on_different_objects_can_be_held_together() {
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let a = heap.alloc(1u32).unwrap();
@@ -160,7 +160,7 @@ fn guards_on_different_objects_can_be_held_together() {
 
 #[test]
 fn more_objects_than_the_cache_holds_are_swapped_in_and_out() {
-    let config = small_config(64);
+    let config = small_config(64, 160);
     let mut cache = [0u8; 160];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let cap = heap.cache_capacity();
@@ -187,7 +187,7 @@ fn more_objects_than_the_cache_holds_are_swapped_in_and_out() {
 #[test]
 fn get_mut_writes_back_unpinned_dirty_objects_to_stay_under_the_limit() {
     // Each u64 costs 8 + 16 = 24 dirty bytes; the limit allows two.
-    let config = small_config(48);
+    let config = small_config(48, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let mut hs: Vec<_> = (0..5u64).map(|i| heap.alloc(i).unwrap()).collect();
@@ -206,7 +206,7 @@ fn get_mut_writes_back_unpinned_dirty_objects_to_stay_under_the_limit() {
 
 #[test]
 fn get_mut_fails_cleanly_when_pinned_dirty_objects_fill_the_limit() {
-    let config = small_config(48);
+    let config = small_config(48, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let mut a = heap.alloc(1u64).unwrap();
@@ -241,7 +241,7 @@ fn get_mut_fails_cleanly_when_pinned_dirty_objects_fill_the_limit() {
 
 #[test]
 fn a_cache_full_of_pinned_objects_refuses_a_load_with_an_error() {
-    let config = small_config(256);
+    let config = small_config(256, 128);
     let mut cache = [0u8; 128];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let cap = heap.cache_capacity();
@@ -262,7 +262,7 @@ fn a_cache_full_of_pinned_objects_refuses_a_load_with_an_error() {
 
 #[test]
 fn several_heaps_live_side_by_side_and_reject_each_others_handles() {
-    let config = small_config(256);
+    let config = small_config(256, 256);
     let (mut c1, mut c2) = ([0u8; 256], [0u8; 256]);
     let h1 = VnvHeap::new(device(&config), &mut c1, config).unwrap();
     let h2 = VnvHeap::new(device(&config), &mut c2, config).unwrap();
@@ -274,7 +274,7 @@ fn several_heaps_live_side_by_side_and_reject_each_others_handles() {
 
 #[test]
 fn arrays_track_dirtiness_per_chunk() {
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let mut arr = heap.alloc_array(100, 10, 0u32).unwrap();
@@ -319,7 +319,7 @@ fn arrays_track_dirtiness_per_chunk() {
 
 #[test]
 fn an_array_with_a_short_last_chunk_keeps_its_length() {
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let mut arr = heap.alloc_array(7, 3, 1u8).unwrap();
@@ -335,7 +335,7 @@ fn an_array_with_a_short_last_chunk_keeps_its_length() {
 
 #[test]
 fn corrupt_or_missing_commit_records_give_clear_errors() {
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let blank = device(&config);
     assert_eq!(
@@ -368,7 +368,7 @@ fn corrupt_or_missing_commit_records_give_clear_errors() {
 
 #[test]
 fn one_torn_commit_record_copy_falls_back_to_the_other() {
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let mut a = heap.alloc(1u8).unwrap();
@@ -388,7 +388,7 @@ fn one_torn_commit_record_copy_falls_back_to_the_other() {
 
 #[test]
 fn open_rejects_a_configuration_that_disagrees_with_the_stored_geometry() {
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let image = heap.into_storage();
@@ -407,6 +407,42 @@ fn open_rejects_a_configuration_that_disagrees_with_the_stored_geometry() {
 }
 
 #[test]
+fn new_and_open_refuse_a_cache_of_another_length_than_configured() {
+    let config = small_config(256, 512);
+    let mut short = [0u8; 504];
+    assert_eq!(
+        VnvHeap::new(device(&config), &mut short, config).err(),
+        Some(HeapError::CacheSizeMismatch {
+            configured: 512,
+            given: 504
+        }),
+        "the persist bound counts the cache units of cache_bytes, so no other length may be used"
+    );
+    let mut cache = [0u8; 512];
+    let image = VnvHeap::new(device(&config), &mut cache, config)
+        .unwrap()
+        .into_storage();
+    let mut long = [0u8; 1024];
+    let err = VnvHeap::open(image, &mut long, config).err();
+    assert_eq!(
+        err,
+        Some(HeapError::CacheSizeMismatch {
+            configured: 512,
+            given: 1024
+        }),
+        "a larger cache than configured would make persist scan past the bound"
+    );
+    let image = VnvHeap::new(device(&config), &mut cache, config)
+        .unwrap()
+        .into_storage();
+    let bigger = small_config(256, 1024);
+    assert!(
+        VnvHeap::open(image, &mut long, bigger).is_ok(),
+        "the cache size is not stored: a heap reopens with another configured cache"
+    );
+}
+
+#[test]
 fn resident_objects_cost_at_most_four_bytes_of_metadata() {
     let per_resident = METADATA.resident_bytes;
     assert!(
@@ -416,7 +452,7 @@ fn resident_objects_cost_at_most_four_bytes_of_metadata() {
     assert_eq!(METADATA.swapped_out_bytes, 0);
     // Check the claim against the cache: a 4-byte object plus its header fills exactly
     // one 8-byte unit, so the cache holds capacity / 8 of them at once.
-    let config = small_config(256);
+    let config = small_config(256, 256);
     let mut cache = [0u8; 256];
     let heap = VnvHeap::new(device(&config), &mut cache, config).unwrap();
     let n = heap.cache_capacity() / 8;
@@ -428,7 +464,7 @@ fn resident_objects_cost_at_most_four_bytes_of_metadata() {
     );
     let _guards: Vec<_> = hs.iter().map(|h| heap.get_ref(h).unwrap()).collect();
     assert_eq!(heap.resident_count(), n);
-    let used = config.ram_metadata_bytes(256) + heap.cache_capacity();
+    let used = config.ram_metadata_bytes() + heap.cache_capacity();
     assert!(
         used <= 256 && used + 8 > 256,
         "bitmaps plus arena must use the buffer up to alignment, used {used}"
@@ -438,7 +474,7 @@ fn resident_objects_cost_at_most_four_bytes_of_metadata() {
 #[test]
 fn a_storage_error_poisons_the_heap() {
     use amber_nvm::sim::{Cut, PowerCut};
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let nvm = PowerCut::at(
         device(&config),
@@ -456,20 +492,38 @@ fn a_storage_error_poisons_the_heap() {
 }
 
 #[test]
-fn the_persist_bound_is_derived_from_the_dirty_limit() {
-    let config = small_config(170);
+fn the_persist_bound_is_derived_from_the_dirty_limit_and_the_cache_size() {
+    let config = small_config(170, 512);
     let b = wcec_bound(&config, &CostModel::ZERO);
     assert_eq!(b.objects, 10, "each dirty object counts at least 17 bytes");
     assert_eq!(b.bytes_written, 170 + 32);
     assert_eq!(b.writes, 21);
-    assert_eq!((b.time_ns, b.energy_nj), (0, 0));
-    let t = wcec_bound(&config, &CostModel::esp32c3_spi_fram());
-    assert!(t.time_ns > 0 && t.energy_nj > 0);
+    // 512 bytes: 64 B of bitmaps (4 id words, 2 x 4 block words, 2 x 2 unit words),
+    // 56 units of arena. Two passes over the units, two ops on each bitmap pair.
+    assert_eq!(
+        b.scan_steps,
+        2 * 56 + 2 * 4 + 2,
+        "2U + 2 block words + 2 id words"
+    );
+    assert_eq!((b.cpu_cycles, b.time_ns, b.energy_nj), (0, 0, 0));
+    let m = CostModel::esp32c3_spi_fram();
+    let t = wcec_bound(&config, &m);
+    assert_eq!(
+        t.cpu_cycles,
+        m.cpu_fixed_cycles + 10 * m.cpu_per_object_cycles + 122 * m.cpu_per_step_cycles
+    );
+    assert!(t.time_ns > m.cpu_ns(t.cpu_cycles) && t.energy_nj > m.cpu_nj(t.cpu_cycles));
+    // 64 KiB: about 7 900 units after 2 KiB of unit bitmaps.
+    let big = wcec_bound(&small_config(170, 64 * 1024), &m);
+    assert!(
+        big.scan_steps > 2 * 7800 && big.time_ns > t.time_ns,
+        "a larger cache means more scan steps and a longer bound, dirty limit unchanged"
+    );
 }
 
 #[test]
 fn a_persist_with_nothing_to_commit_touches_no_storage() {
-    let config = small_config(256);
+    let config = small_config(256, 512);
     let mut cache = [0u8; 512];
     let nvm = Counting::new(device(&config));
     let counts = nvm.counts.clone();
@@ -484,7 +538,7 @@ fn a_persist_with_nothing_to_commit_touches_no_storage() {
 
 #[test]
 fn a_write_back_reads_only_the_current_description_never_the_entry_pair() {
-    let config = small_config(1024);
+    let config = small_config(1024, 1024);
     let mut cache = [0u8; 1024];
     let nvm = Counting::new(device(&config));
     let counts = nvm.counts.clone();
@@ -506,7 +560,7 @@ fn a_write_back_reads_only_the_current_description_never_the_entry_pair() {
     drop(heap);
     // Under the dirty limit (one 64-byte object at a time), a second write-back of the
     // same object in one epoch rewrites its working slot and nothing else.
-    let config = small_config(64 + 16);
+    let config = small_config(64 + 16, 1024);
     let nvm = Counting::new(device(&config));
     let counts = nvm.counts.clone();
     let mut cache = [0u8; 1024];
@@ -541,7 +595,7 @@ fn a_write_back_reads_only_the_current_description_never_the_entry_pair() {
 
 #[test]
 fn set_on_a_swapped_out_object_reads_nothing() {
-    let config = small_config(4096);
+    let config = small_config(4096, 512);
     let mut cache = [0u8; 512];
     let nvm = Counting::new(device(&config));
     let counts = nvm.counts.clone();
@@ -588,7 +642,7 @@ fn set_on_a_swapped_out_object_reads_nothing() {
 #[test]
 fn objects_written_again_and_again_stay_dirty_while_one_off_writes_are_written_back() {
     // Each [u8; 32] costs 48 dirty bytes; the limit holds four.
-    let config = small_config(4 * 48);
+    let config = small_config(4 * 48, 2048);
     let mut cache = [0u8; 2048];
     let nvm = Counting::new(device(&config));
     let counts = nvm.counts.clone();

@@ -1,14 +1,16 @@
 //! Model-based property test: random operation sequences against a reference model,
-//! and measured persist costs against `wcec_bound`.
+//! and measured persist costs (storage traffic and scan steps) against `wcec_bound`.
 //!
-//! The cache and dirty limit are tiny so that swapping and write-back happen on most
-//! operations. The model is a map from id to value plus the map as of the last persist;
-//! this file must never read the heap's private state.
+//! The main configuration has a tiny cache and dirty limit so that swapping and
+//! write-back happen on most operations; a second one has a large cache and the same
+//! small dirty limit, where persist's cost is dominated by scanning the cache. The
+//! model is a map from id to value plus the map as of the last persist; this file must
+//! never read the heap's private state.
 
 mod common;
 
 use amber_nvm::sim::VecNvm;
-use common::{device, Counting};
+use common::{device, Counting, Counts};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use vnv_heap::{wcec_bound, ArrayHandle, Config, CostModel, Handle, HeapError, ObjectId, VnvHeap};
@@ -53,7 +55,37 @@ fn config() -> Config {
         max_objects: 24,
         nvm_offset: 0,
         nvm_data_bytes: 2048,
+        cache_bytes: 160,
     }
+}
+
+/// The same heap with a 32 KiB cache: everything stays resident, few objects are dirty
+/// at a persist, and the scan of the cache is most of persist's CPU work.
+fn large_cache_config() -> Config {
+    Config {
+        cache_bytes: 32 * 1024,
+        ..config()
+    }
+}
+
+/// The cost of one measured persist that wrote `objects` objects, priced by `m` the
+/// way `wcec_bound` prices its counts: (nanoseconds, nanojoules).
+fn priced(c: &Counts, steps: u64, objects: u64, m: &CostModel) -> (u64, u64) {
+    let cycles =
+        m.cpu_fixed_cycles + objects * m.cpu_per_object_cycles + steps * m.cpu_per_step_cycles;
+    let ns = c.reads * m.read_op_ns
+        + c.bytes_read * m.read_byte_ns
+        + c.writes * m.write_op_ns
+        + c.bytes_written * m.write_byte_ns
+        + c.flushes * m.flush_ns
+        + m.cpu_ns(cycles);
+    let nj = c.reads * m.read_op_nj
+        + c.bytes_read * m.read_byte_nj
+        + c.writes * m.write_op_nj
+        + c.bytes_written * m.write_byte_nj
+        + c.flushes * m.flush_nj
+        + m.cpu_nj(cycles);
+    (ns, nj)
 }
 
 enum H<'h> {
@@ -95,10 +127,9 @@ fn write(heap: &VnvHeap<'_, Counting<VecNvm>>, h: &mut H<'_>, old: &Val, v: u32)
     }
 }
 
-fn run(ops: Vec<Op>) {
-    let config = config();
+fn run(config: Config, ops: Vec<Op>) {
     let bound = wcec_bound(&config, &CostModel::ZERO);
-    let mut cache = [0u8; 160];
+    let mut cache = vec![0u8; config.cache_bytes as usize];
     let mut storage = Some(Counting::new(device(&config)));
     let mut now: BTreeMap<u16, Val> = BTreeMap::new();
     let mut persisted = now.clone();
@@ -204,9 +235,15 @@ fn run(ops: Vec<Op>) {
                     now.insert(*wid, new);
                 }
                 Op::Persist => {
-                    let before = counts.get();
+                    let (before, steps) = (counts.get(), heap.scan_steps());
                     heap.persist().unwrap();
                     let c = counts.get().since(before);
+                    let steps = heap.scan_steps() - steps;
+                    assert!(
+                        steps <= bound.scan_steps,
+                        "persist took {steps} scan steps, more than the bound's {}",
+                        bound.scan_steps
+                    );
                     assert!(
                         c.writes <= bound.writes
                             && c.bytes_written <= bound.bytes_written
@@ -258,8 +295,59 @@ proptest! {
 
     #[test]
     fn random_operation_sequences_match_the_reference_model(ops in prop::collection::vec(op(), 1..80)) {
-        run(ops);
+        run(config(), ops);
     }
+
+    #[test]
+    fn with_a_large_cache_persist_stays_within_the_bound_in_scan_steps(ops in prop::collection::vec(op(), 1..80)) {
+        run(large_cache_config(), ops);
+    }
+}
+
+/// A buffer aligned like the heap's arena units, so the arena gets exactly the units
+/// `wcec_bound` counts for `cache_bytes` (a misaligned buffer may get fewer).
+#[repr(C, align(8))]
+struct Aligned<const N: usize>([u8; N]);
+
+#[test]
+fn a_large_cache_with_one_dirty_object_stays_within_the_bound_in_steps_time_and_energy() {
+    // The case a bound without the cache size got wrong: the dirty limit allows only
+    // two objects, so little is written, but persist scans all ~4000 units of the cache
+    // twice: about 80 000 cycles, beyond a fixed allowance of 16 000 + 2 x 9 600.
+    let config = Config {
+        max_dirty_bytes: 40,
+        cache_bytes: 32 * 1024,
+        ..config()
+    };
+    let m = CostModel::esp32c3_spi_fram();
+    let bound = wcec_bound(&config, &m);
+    let mut cache = Aligned([0u8; 32 * 1024]);
+    let nvm = Counting::new(device(&config));
+    let counts = nvm.counts.clone();
+    let heap = VnvHeap::new(nvm, &mut cache.0, config).unwrap();
+    let mut h = heap.alloc(1u32).unwrap();
+    heap.persist().unwrap();
+    heap.set(&mut h, 2).unwrap();
+    let (before, steps) = (counts.get(), heap.scan_steps());
+    heap.persist().unwrap();
+    let c = counts.get().since(before);
+    let steps = heap.scan_steps() - steps;
+    assert_eq!(
+        steps, bound.scan_steps,
+        "persist scans every unit twice and every bitmap word twice, as the bound counts"
+    );
+    assert!(
+        steps * m.cpu_per_step_cycles
+            > m.cpu_fixed_cycles + bound.objects * m.cpu_per_object_cycles,
+        "the scan is most of the CPU work here (else this test shows nothing)"
+    );
+    let (ns, nj) = priced(&c, steps, 1, &m);
+    assert!(
+        ns <= bound.time_ns && nj <= bound.energy_nj,
+        "persist took {ns} ns and {nj} nJ, the bound is {} ns and {} nJ",
+        bound.time_ns,
+        bound.energy_nj
+    );
 }
 
 #[test]
@@ -267,30 +355,40 @@ fn a_dirty_limit_filled_with_the_smallest_objects_meets_the_bound_exactly() {
     // 1-byte objects count 17 dirty bytes each: the worst case for operations.
     let config = Config {
         max_dirty_bytes: 170,
+        cache_bytes: 400,
         ..config()
     };
     let bound = wcec_bound(&config, &CostModel::ZERO);
-    let mut cache = [0u8; 400];
+    let mut cache = Aligned([0u8; 400]);
     let nvm = Counting::new(device(&config));
     let counts = nvm.counts.clone();
-    let heap = VnvHeap::new(nvm, &mut cache, config).unwrap();
+    let heap = VnvHeap::new(nvm, &mut cache.0, config).unwrap();
     let mut hs: Vec<_> = (0..10u8).map(|i| heap.alloc(i).unwrap()).collect();
     heap.persist().unwrap();
     for h in hs.iter_mut() {
         heap.update(h, |v| *v += 1).unwrap();
     }
     assert_eq!(heap.dirty_bytes(), 170);
-    let before = counts.get();
+    let (before, steps) = (counts.get(), heap.scan_steps());
     heap.persist().unwrap();
     let c = counts.get().since(before);
+    let steps = heap.scan_steps() - steps;
     assert_eq!(
-        (c.writes, c.bytes_written, c.reads, c.bytes_read, c.flushes),
+        (
+            c.writes,
+            c.bytes_written,
+            c.reads,
+            c.bytes_read,
+            c.flushes,
+            steps
+        ),
         (
             bound.writes,
             bound.bytes_written,
             bound.reads,
             bound.bytes_read,
-            bound.flushes
+            bound.flushes,
+            bound.scan_steps
         ),
         "this state is the worst case, so the bound must be met exactly (tight, not loose)"
     );

@@ -7,8 +7,9 @@
 //! library's CPU work is charged per API call from three things (see the constants,
 //! estimated from reading `heap-service/vnv-heap/src/heap.rs`): a fixed fast path, the
 //! steps of its linear scans, which the library counts and reports
-//! ([`VnvHeap::scan_steps`]), and the storage calls it issued. This file must never
-//! reach into the library's internals or change its files.
+//! ([`VnvHeap::scan_steps`], priced at the library's own cycles per step), and the
+//! storage calls it issued. This file must never reach into the library's internals or
+//! change its files.
 
 use crate::cost::{Cost, Meter, StorageModel};
 use crate::counting::{Counter, CountingNvm, NvmCounts};
@@ -23,12 +24,13 @@ use vnv_heap::{wcec_bound, Config, CostModel, Handle, VnvHeap, METADATA};
 pub const CALL_CYCLES: u64 = 80;
 /// Cycles per step of one of the library's linear scans, as counted by
 /// [`VnvHeap::scan_steps`] (a cache unit, id or NVM block visited, or a bitmap word
-/// combined): one inlined `Bits::get` (bounds compare and branch, word index shift and
-/// add, load, bit shift, mask, branch: 8 instructions) plus the loop's increment and
-/// compare (2). The scans are `find_resident` without a valid hint, `make_room`
-/// (`find_clear_run`, the eviction windows, `extent_end`), the write-back clock of
-/// `reserve_dirty`, the two loops of `persist` and the id and block searches of `alloc`.
-pub const SCAN_CYCLES_PER_STEP: u64 = 10;
+/// combined): the library's own estimate [`vnv_heap::CYCLES_PER_SCAN_STEP`] (10: one
+/// inlined `Bits::get`, 8 instructions, plus the loop's increment and compare), which
+/// its `wcec_bound` charges too. The scans are `find_resident` without a valid hint,
+/// `make_room` (`find_clear_run`, the eviction windows, `extent_end`), the write-back
+/// clock of `reserve_dirty`, the two loops and the bitmap updates of `persist` and the
+/// id and block searches of `alloc`.
+pub const SCAN_CYCLES_PER_STEP: u64 = vnv_heap::CYCLES_PER_SCAN_STEP;
 /// Cycles per storage call the library issues, besides the transfer: encoding or
 /// decoding an entry half with its CRC-32 over 16 bytes, slot arithmetic.
 pub const CYCLES_PER_NVM_CALL: u64 = 200;
@@ -60,17 +62,25 @@ pub fn nvm_bytes(len: usize) -> u32 {
     ((2 * len.next_multiple_of(4)).div_ceil(32).max(1) * 32) as u32
 }
 
-/// The smallest cache buffer (a multiple of 8 bytes) whose arena holds at least
-/// `arena` bytes under `config`, found by building throwaway heaps: the library's own
-/// carving decides, not a copy of its arithmetic.
-pub fn cache_len_for(arena: usize, config: &Config) -> usize {
+/// `config` with the smallest cache buffer (a multiple of 8 bytes) whose arena holds at
+/// least `arena` bytes, found by building throwaway heaps: the library's own carving
+/// decides, not a copy of its arithmetic.
+pub fn with_cache_for(arena: usize, config: Config) -> Config {
     let size = config.nvm_end().expect("the configuration fits 32 bits");
-    let mut len = (arena + config.ram_metadata_bytes(arena)).next_multiple_of(UNIT);
+    let guess = Config {
+        cache_bytes: arena as u32,
+        ..config
+    };
+    let mut len = (arena + guess.ram_metadata_bytes()).next_multiple_of(UNIT);
     loop {
+        let config = Config {
+            cache_bytes: len as u32,
+            ..config
+        };
         let mut cache = vec![0u8; len];
-        let heap = VnvHeap::new(VecNvm::new(size), &mut cache, *config).expect("heap fits");
+        let heap = VnvHeap::new(VecNvm::new(size), &mut cache, config).expect("heap fits");
         if heap.cache_capacity() >= arena {
-            return len;
+            return config;
         }
         len += UNIT;
     }
@@ -150,10 +160,12 @@ fn retrieval_of<const N: usize>(ram: usize, case: RefCase) -> Cost {
         max_objects: 4,
         nvm_offset: 0,
         nvm_data_bytes: nvm_bytes(N) + nvm_bytes(ram),
+        cache_bytes: 0,
     };
     // The arena holds one RAM-sized object and nothing more (as both systems in the
     // paper are limited to 1 KiB of resident and modified data); metadata comes on top.
-    let mut cache = vec![0u8; cache_len_for(cache_bytes(ram), &config)];
+    let config = with_cache_for(cache_bytes(ram), config);
+    let mut cache = vec![0u8; config.cache_bytes as usize];
     let (dev, counter) = device(&config);
     let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
     assert!(heap.cache_capacity() < cache_bytes(ram) + cache_bytes(1));
@@ -246,6 +258,7 @@ pub fn queue_mean(ram: usize, slots: usize, len: usize) -> Option<Mean> {
         max_objects: slots as u16 + 1,
         nvm_offset: 0,
         nvm_data_bytes: slots as u32 * nvm_bytes(256),
+        cache_bytes: ram as u32,
     };
     let mut cache = vec![0u8; ram];
     let (dev, counter) = device(&config);
@@ -287,6 +300,7 @@ fn persist_with<const N: usize>(ram: usize, dirty: usize) -> Option<(Cost, f64)>
         max_objects: n as u16 + 1,
         nvm_offset: 0,
         nvm_data_bytes: n as u32 * nvm_bytes(N),
+        cache_bytes: ram as u32,
     };
     let mut cache = vec![0u8; ram];
     let (dev, counter) = device(&config);
@@ -381,23 +395,25 @@ impl Kv for VnvKvStore<'_, '_> {
     }
 }
 
-/// The configuration and cache length of the key-value heap for values of `sizes`.
-fn kv_config(sizes: &[usize], dirty: usize) -> (Config, usize) {
+/// The configuration (cache length included) of the key-value heap for values of
+/// `sizes`.
+fn kv_config(sizes: &[usize], dirty: usize) -> Config {
     let config = Config {
         max_dirty_bytes: dirty as u32,
         max_objects: sizes.len() as u16,
         nvm_offset: 0,
         nvm_data_bytes: sizes.iter().map(|&s| nvm_bytes(s)).sum(),
+        cache_bytes: 0,
     };
     // All values fit in the cache, as the paper sets it up to favour ManagedState.
     let arena: usize = sizes.iter().map(|&s| cache_bytes(s)).sum();
-    (config, cache_len_for(arena, &config))
+    with_cache_for(arena, config)
 }
 
 /// Fig. 5: the key-value workload on the vNV-Heap (see `fig5_kv::measure`).
 pub fn kv_measure(sizes: &[usize], dirty: usize, keys: &[usize]) -> Cost {
-    let (config, cache_len) = kv_config(sizes, dirty);
-    let mut cache = vec![0u8; cache_len];
+    let config = kv_config(sizes, dirty);
+    let mut cache = vec![0u8; config.cache_bytes as usize];
     let (dev, counter) = device(&config);
     let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
     let values = sizes
@@ -422,8 +438,8 @@ pub fn kv_measure(sizes: &[usize], dirty: usize, keys: &[usize]) -> Cost {
 /// Fig. 6: RAM metadata bytes of the key-value heap (resident headers plus the cache,
 /// id and block bitmaps), and its NVM metadata bytes (commit records and entries).
 pub fn kv_metadata(sizes: &[usize], dirty: usize) -> (usize, usize) {
-    let (config, cache_len) = kv_config(sizes, dirty);
-    let ram = sizes.len() * METADATA.resident_bytes as usize + config.ram_metadata_bytes(cache_len);
+    let config = kv_config(sizes, dirty);
+    let ram = sizes.len() * METADATA.resident_bytes as usize + config.ram_metadata_bytes();
     let nvm = 64 + sizes.len() * METADATA.nvm_bytes_per_id as usize;
     (ram, nvm)
 }
@@ -473,17 +489,35 @@ mod tests {
     }
 
     #[test]
-    fn cache_len_for_gives_the_smallest_buffer_that_fits() {
-        let config = Config::new(1024);
-        let len = cache_len_for(1032, &config);
+    fn with_cache_for_gives_the_smallest_buffer_that_fits() {
+        let config = with_cache_for(1032, Config::new(1024, 0));
+        let len = config.cache_bytes as usize;
         let mut cache = vec![0u8; len];
         let dev = VecNvm::new(config.nvm_end().unwrap());
         let heap = VnvHeap::new(dev, &mut cache, config).unwrap();
         assert!(heap.cache_capacity() >= 1032);
         drop(heap);
+        let smaller_config = Config {
+            cache_bytes: (len - UNIT) as u32,
+            ..config
+        };
         let mut smaller = vec![0u8; len - UNIT];
         let dev = VecNvm::new(config.nvm_end().unwrap());
-        let heap = VnvHeap::new(dev, &mut smaller, config).unwrap();
+        let heap = VnvHeap::new(dev, &mut smaller, smaller_config).unwrap();
         assert!(heap.cache_capacity() < 1032);
+    }
+
+    #[test]
+    fn the_bench_charges_scan_steps_and_cpu_time_as_the_library_bound_does() {
+        let m = library_cost_model();
+        assert_eq!(
+            (m.cpu_per_step_cycles, m.cpu_hz, m.cpu_mw),
+            (
+                SCAN_CYCLES_PER_STEP,
+                crate::cost::CPU_HZ,
+                crate::cost::POWER_MW
+            ),
+            "bench and wcec_bound must price a scan step, a cycle and a watt the same way"
+        );
     }
 }

@@ -80,13 +80,14 @@ impl<N: Nvm> Nvm for Counting<N> {
     }
 }
 
-/// A small heap: 32 ids, 4 KiB of data, the given dirty limit.
-pub fn small_config(max_dirty_bytes: u32) -> Config {
+/// A small heap: 32 ids, 4 KiB of data, the given dirty limit and cache length.
+pub fn small_config(max_dirty_bytes: u32, cache_bytes: usize) -> Config {
     Config {
         max_dirty_bytes,
         max_objects: 32,
         nvm_offset: 0,
         nvm_data_bytes: 4096,
+        cache_bytes: cache_bytes as u32,
     }
 }
 

@@ -3,7 +3,7 @@ use amber_nvm::sim::VecNvm;
 use vnv_heap::{Config, VnvHeap};
 
 fn main() {
-    let config = Config::new(256);
+    let config = Config::new(256, 512);
     let mut cache = [0u8; 512];
     let heap = VnvHeap::new(VecNvm::new(config.nvm_end().unwrap()), &mut cache, config).unwrap();
     let h = heap.alloc(1u32).unwrap();
