@@ -1,0 +1,293 @@
+//! The Endpoint object and synchronous IPC: Send, Call, Recv and Reply. A message is
+//! four register words, a badge, an optional bounded copy of bytes and an optional
+//! capability transfer, and it is delivered whole or not at all. Both sides are
+//! re-validated at the moment of delivery (a MemObj cap may have been revoked while a
+//! partner waited). Wait queues are derived from thread states, oldest first. This file
+//! must never write to a task's memory before both sides validated.
+//!
+//! Invariants kept here:
+//! - A thread blocked in `Reply { server }` is the `reply_to` of `server`, and a
+//!   `reply_to` always names a thread blocked waiting for that server's reply.
+//! - A transferred capability is recorded as derived from the sender's.
+
+use crate::{
+    abi::{Error, IpcDesc, ObjKind, Rights, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT},
+    cap::{Cap, CapRef},
+    ids::ThreadId,
+    kernel::Kernel,
+    platform::UserMemory,
+    syscall::{Outcome, Results},
+    thread::{Block, ThreadState},
+};
+
+/// A rendezvous point for synchronous IPC. It holds no state: who waits on it, and in
+/// which order, is read from the threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Endpoint;
+
+/// Which side of a delivery was invalid.
+enum Party {
+    /// The sender's message is invalid; the sender gets the error.
+    Sender(Error),
+    /// The receiver's buffers are invalid; the receiver gets the error.
+    Receiver(Error),
+}
+
+/// A sender's validated message.
+struct SendPart {
+    words: [u32; 4],
+    ptr: u32,
+    len: u32,
+    cap: Option<(CapRef, Cap)>,
+}
+
+/// A receiver's validated buffers.
+struct RecvPart {
+    desc: u32,
+    ptr: u32,
+    len: u32,
+    slot: Option<CapRef>,
+}
+
+impl Kernel {
+    /// Reads the descriptor `a5` of thread `t` (0 = none), which `t` must hold `need`.
+    fn read_desc(
+        &self,
+        mem: &mut impl UserMemory,
+        t: ThreadId,
+        need: Rights,
+    ) -> Result<Option<IpcDesc>, Error> {
+        let ptr = self.thread(t).ctx.arg(5);
+        if ptr == 0 {
+            return Ok(None);
+        }
+        self.check_user(t, ptr, IPC_DESC_SIZE, need)?;
+        let mut b = [0u8; IPC_DESC_SIZE as usize];
+        mem.read(ptr, &mut b);
+        Ok(Some(IpcDesc::from_bytes(&b)))
+    }
+
+    /// Validates the message thread `t` sends (words a1..a4, descriptor a5).
+    fn send_part(&self, mem: &mut impl UserMemory, t: ThreadId) -> Result<SendPart, Error> {
+        let ctx = &self.thread(t).ctx;
+        let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
+        let Some(d) = self.read_desc(mem, t, Rights::READ)? else {
+            return Ok(SendPart {
+                words,
+                ptr: 0,
+                len: 0,
+                cap: None,
+            });
+        };
+        if d.send_len > MAX_MSG_BYTES {
+            return Err(Error::TooLong);
+        }
+        self.check_user(t, d.send_ptr, d.send_len, Rights::READ)?;
+        let cap = if d.send_cap == NO_SLOT {
+            None
+        } else {
+            Some(self.lookup(t, d.send_cap, None, Rights::GRANT)?)
+        };
+        Ok(SendPart {
+            words,
+            ptr: d.send_ptr,
+            len: d.send_len,
+            cap,
+        })
+    }
+
+    /// Validates where thread `t` receives (descriptor a5, read and written).
+    fn recv_part(&self, mem: &mut impl UserMemory, t: ThreadId) -> Result<RecvPart, Error> {
+        let Some(d) = self.read_desc(mem, t, Rights::READ | Rights::WRITE)? else {
+            return Ok(RecvPart {
+                desc: 0,
+                ptr: 0,
+                len: 0,
+                slot: None,
+            });
+        };
+        self.check_user(t, d.recv_ptr, d.recv_len, Rights::WRITE)?;
+        let slot = if d.recv_slot == NO_SLOT {
+            None
+        } else {
+            Some(self.empty_slot(t, d.recv_slot)?)
+        };
+        Ok(RecvPart {
+            desc: self.thread(t).ctx.arg(5),
+            ptr: d.recv_ptr,
+            len: d.recv_len,
+            slot,
+        })
+    }
+
+    /// Delivers `s`'s message to `r`, or nothing. Returns the receiver's results (words,
+    /// and the badge in a5 when `badge` is given).
+    fn deliver(
+        &mut self,
+        mem: &mut impl UserMemory,
+        s: ThreadId,
+        r: ThreadId,
+        badge: Option<u32>,
+    ) -> Result<Results, Party> {
+        let sp = self.send_part(mem, s).map_err(Party::Sender)?;
+        let rp = self.recv_part(mem, r).map_err(Party::Receiver)?;
+        let transfer = match (sp.cap, rp.slot) {
+            (None, _) => None,
+            (Some(_), None) => return Err(Party::Sender(Error::NoReceiveSlot)),
+            (Some((from, cap)), Some(dst)) => {
+                if !self.can_hold_another_region(dst.group, cap.obj) {
+                    return Err(Party::Sender(Error::NoSpace));
+                }
+                Some((from, cap, dst))
+            }
+        };
+        let n = sp.len.min(rp.len).min(MAX_MSG_BYTES);
+        if n > 0 {
+            let mut buf = [0u8; MAX_MSG_BYTES as usize];
+            let part = &mut buf[..n as usize];
+            mem.read(sp.ptr, part);
+            mem.write(rp.ptr, part);
+        }
+        if let Some((from, cap, dst)) = transfer {
+            self.install(
+                dst,
+                Cap {
+                    parent: Some(from),
+                    ..cap
+                },
+            );
+        }
+        if rp.desc != 0 {
+            let got_cap = u32::from(transfer.is_some());
+            let mut out = [0u8; 12];
+            for (chunk, w) in out.chunks_exact_mut(4).zip([n, sp.len, got_cap]) {
+                chunk.copy_from_slice(&w.to_le_bytes());
+            }
+            // In range: recv_part checked all IPC_DESC_SIZE bytes at `desc`, and
+            // OUT_OFFSET + 12 == IPC_DESC_SIZE.
+            mem.write(rp.desc.wrapping_add(IpcDesc::OUT_OFFSET), &out);
+        }
+        let [w0, w1, w2, w3] = sp.words;
+        Ok(match badge {
+            Some(b) => Results::of(&[w0, w1, w2, w3, b]),
+            None => Results::of(&[w0, w1, w2, w3]),
+        })
+    }
+
+    /// `Send` / `Call` on endpoint slot a0: needs WRITE. Delivers to the oldest waiting
+    /// receiver or blocks; `Call` then waits for the reply.
+    pub(crate) fn sys_send(
+        &mut self,
+        mem: &mut impl UserMemory,
+        t: ThreadId,
+        call: bool,
+    ) -> Outcome {
+        let slot = self.thread(t).ctx.arg(0);
+        let cap = match self.lookup(t, slot, Some(ObjKind::Endpoint), Rights::WRITE) {
+            Ok((_, cap)) => cap,
+            Err(e) => return Outcome::err(e),
+        };
+        if let Err(e) = self.send_part(mem, t) {
+            return Outcome::err(e);
+        }
+        if call {
+            if let Err(e) = self.recv_part(mem, t) {
+                return Outcome::err(e);
+            }
+        }
+        let ep = cap.obj;
+        loop {
+            let Some(r) = self.oldest_blocked(|b| b == Block::Recv { ep }) else {
+                self.block(
+                    t,
+                    Block::Send {
+                        ep,
+                        badge: cap.badge,
+                        call,
+                    },
+                );
+                return Outcome::Blocked;
+            };
+            match self.deliver(mem, t, r, Some(cap.badge)) {
+                Ok(res) => {
+                    self.wake(r, Ok(res));
+                    if !call {
+                        return Outcome::ok();
+                    }
+                    self.thread_mut(r).reply_to = Some(t);
+                    self.block(t, Block::Reply { server: r });
+                    return Outcome::Blocked;
+                }
+                Err(Party::Sender(e)) => return Outcome::err(e),
+                Err(Party::Receiver(e)) => self.wake(r, Err(e)),
+            }
+        }
+    }
+
+    /// `Recv` on endpoint slot a0: needs READ. Takes the oldest waiting sender's
+    /// message or blocks. A reply this thread still owed is dropped (`PeerGone`).
+    pub(crate) fn sys_recv(&mut self, mem: &mut impl UserMemory, t: ThreadId) -> Outcome {
+        let slot = self.thread(t).ctx.arg(0);
+        let ep = match self.lookup(t, slot, Some(ObjKind::Endpoint), Rights::READ) {
+            Ok((_, cap)) => cap.obj,
+            Err(e) => return Outcome::err(e),
+        };
+        if let Err(e) = self.recv_part(mem, t) {
+            return Outcome::err(e);
+        }
+        self.drop_reply(t);
+        loop {
+            let Some(s) =
+                self.oldest_blocked(|b| matches!(b, Block::Send { ep: e, .. } if e == ep))
+            else {
+                self.block(t, Block::Recv { ep });
+                return Outcome::Blocked;
+            };
+            let ThreadState::Blocked(Block::Send { badge, call, .. }) = self.thread(s).state else {
+                return Outcome::err(Error::WrongState);
+            };
+            match self.deliver(mem, s, t, Some(badge)) {
+                Ok(res) => {
+                    if call {
+                        self.thread_mut(t).reply_to = Some(s);
+                        self.block(s, Block::Reply { server: t });
+                    } else {
+                        self.wake(s, Ok(Results::none()));
+                    }
+                    return Outcome::Done(Ok(res));
+                }
+                Err(Party::Receiver(e)) => return Outcome::err(e),
+                Err(Party::Sender(e)) => self.wake(s, Err(e)),
+            }
+        }
+    }
+
+    /// `Reply`: answers the caller whose message this thread received last. If the
+    /// caller's buffers turned invalid, the caller gets the error and the reply counts
+    /// as given.
+    pub(crate) fn sys_reply(&mut self, mem: &mut impl UserMemory, t: ThreadId) -> Outcome {
+        let Some(c) = self.thread(t).reply_to else {
+            return Outcome::err(Error::WrongState);
+        };
+        match self.deliver(mem, t, c, None) {
+            Ok(res) => {
+                self.thread_mut(t).reply_to = None;
+                self.wake(c, Ok(res));
+                Outcome::ok()
+            }
+            Err(Party::Sender(e)) => Outcome::err(e),
+            Err(Party::Receiver(e)) => {
+                self.thread_mut(t).reply_to = None;
+                self.wake(c, Err(e));
+                Outcome::ok()
+            }
+        }
+    }
+
+    /// Forgets the reply `t` owes, waking that caller with `PeerGone`.
+    pub(crate) fn drop_reply(&mut self, t: ThreadId) {
+        if let Some(c) = self.thread_mut(t).reply_to.take() {
+            self.wake(c, Err(Error::PeerGone));
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! The capability tree's invariants, checked all at once. Tests and the fuzzer call
+//! [`Kernel::check_invariants`] after every operation they care about; the kernel itself
+//! never depends on it. This file must never change state.
+
+use core::fmt;
+
+use crate::{
+    abi::{ObjKind, Rights},
+    cap::CapRef,
+    ids::{ObjId, ThreadId},
+    kernel::Kernel,
+    objects::Object,
+    thread::{Block, ThreadState},
+    MAX_OBJECTS, MAX_REGIONS, SLOTS,
+};
+
+/// The first broken invariant found: which one, in words, and where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InvariantViolation {
+    /// The invariant, as a sentence.
+    pub what: &'static str,
+    /// The arena index involved.
+    pub at: usize,
+}
+
+impl fmt::Display for InvariantViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invariant broken at object {}: {}", self.at, self.what)
+    }
+}
+
+fn ensure(ok: bool, what: &'static str, at: usize) -> Result<(), InvariantViolation> {
+    if ok {
+        Ok(())
+    } else {
+        Err(InvariantViolation { what, at })
+    }
+}
+
+impl Kernel {
+    /// Checks every invariant of the tree and the scheduler.
+    pub fn check_invariants(&self) -> Result<(), InvariantViolation> {
+        if !self.booted {
+            return ensure(self.current.is_none(), "an unbooted kernel runs nothing", 0);
+        }
+        let root = ObjId::ROOT.index();
+        ensure(
+            matches!(self.obj(ObjId::ROOT), Object::CapGroup(g) if g.thread.is_none()),
+            "entry 0 is the root CapGroup and has no thread",
+            root,
+        )?;
+        let mut named = [false; MAX_OBJECTS];
+        for (at, cap) in self.all_caps() {
+            let g = at.group.index();
+            named[cap.obj.index()] = true;
+            let kind = self.kind_of(cap.obj);
+            ensure(kind.is_some(), "every capability names a live object", g)?;
+            ensure(
+                kind != Some(ObjKind::Thread),
+                "no capability names a Thread",
+                g,
+            )?;
+            if let Some(p) = cap.parent {
+                let parent = self.cap_at(p);
+                ensure(
+                    parent.is_some(),
+                    "a capability's parent is a live capability",
+                    g,
+                )?;
+                if let Some(pc) = parent {
+                    ensure(
+                        pc.obj == cap.obj,
+                        "a capability's parent names the same object",
+                        g,
+                    )?;
+                    ensure(
+                        pc.rights.contains(cap.rights),
+                        "rights only shrink from parent to child",
+                        g,
+                    )?;
+                    ensure(
+                        pc.badge == 0 || pc.badge == cap.badge,
+                        "a badged capability's children keep the badge",
+                        g,
+                    )?;
+                }
+                ensure(
+                    self.parent_chain_ends(at),
+                    "the derivation tree has no cycles",
+                    g,
+                )?;
+            }
+        }
+        for (i, o) in self.objects.iter().enumerate() {
+            let Some(id) = ObjId::from_index(i) else {
+                continue;
+            };
+            match o {
+                Object::Free => {}
+                Object::CapGroup(g) => {
+                    if id != ObjId::ROOT {
+                        let in_root = self.group(ObjId::ROOT).is_some_and(|r| {
+                            r.slots
+                                .iter()
+                                .flatten()
+                                .any(|c| c.obj == id && c.parent.is_none())
+                        });
+                        ensure(
+                            in_root,
+                            "the root holds an original capability to every task's CapGroup",
+                            i,
+                        )?;
+                        let owns = g.thread.is_some_and(
+                            |t| matches!(self.obj(t.obj()), Object::Thread(th) if th.group == id),
+                        );
+                        ensure(
+                            owns,
+                            "every task CapGroup owns a thread that points back to it",
+                            i,
+                        )?;
+                    }
+                    ensure(
+                        self.region_count(id) <= MAX_REGIONS,
+                        "a task has at most MAX_REGIONS memory regions",
+                        i,
+                    )?;
+                    ensure(
+                        g.regions.iter().flatten().all(|r| r.is_valid()),
+                        "own regions are well formed",
+                        i,
+                    )?;
+                }
+                Object::Thread(th) => {
+                    let owned = self
+                        .group(th.group)
+                        .is_some_and(|g| g.thread == Some(ThreadId(id)));
+                    ensure(
+                        owned,
+                        "every thread belongs to the CapGroup that names it",
+                        i,
+                    )?;
+                    self.check_thread(ThreadId(id))?;
+                }
+                Object::Timer(tm) => {
+                    if let Some((n, bits)) = tm.target {
+                        ensure(
+                            matches!(self.obj(n), Object::Notification(_)),
+                            "an armed timer targets a live notification",
+                            i,
+                        )?;
+                        ensure(bits != 0, "an armed timer signals nonzero bits", i)?;
+                    }
+                    ensure(
+                        named[i],
+                        "every object lives only while a capability names it",
+                        i,
+                    )?;
+                }
+                Object::Irq(n) => {
+                    let dup = self
+                        .objects
+                        .iter()
+                        .filter(|o| matches!(o, Object::Irq(m) if m.irq == n.irq))
+                        .count();
+                    ensure(
+                        dup == 1,
+                        "each irq number has at most one IrqNotification",
+                        i,
+                    )?;
+                    ensure(
+                        named[i],
+                        "every object lives only while a capability names it",
+                        i,
+                    )?;
+                }
+                Object::MemObj(m) => {
+                    ensure(
+                        m.len != 0 && m.base.checked_add(m.len - 1).is_some(),
+                        "a MemObj range is nonempty and does not wrap",
+                        i,
+                    )?;
+                    ensure(
+                        named[i],
+                        "every object lives only while a capability names it",
+                        i,
+                    )?;
+                }
+                Object::NvmRegion(n) => {
+                    ensure(
+                        n.len != 0 && n.offset.checked_add(n.len - 1).is_some(),
+                        "an NvmRegion is nonempty and does not wrap",
+                        i,
+                    )?;
+                    ensure(
+                        named[i],
+                        "every object lives only while a capability names it",
+                        i,
+                    )?;
+                }
+                Object::Endpoint(_) | Object::Notification(_) => {
+                    ensure(
+                        named[i],
+                        "every object lives only while a capability names it",
+                        i,
+                    )?;
+                }
+            }
+        }
+        if let Some(t) = self.current {
+            ensure(
+                matches!(self.obj(t.obj()), Object::Thread(th) if th.state == ThreadState::Ready),
+                "the current thread is a ready thread",
+                t.index(),
+            )?;
+        } else {
+            let any_ready = self
+                .thread_ids()
+                .any(|t| self.thread(t).state == ThreadState::Ready);
+            ensure(!any_ready, "the CPU idles only when no thread is ready", 0)?;
+        }
+        Ok(())
+    }
+
+    fn check_thread(&self, t: ThreadId) -> Result<(), InvariantViolation> {
+        let th = self.thread(t);
+        let i = t.index();
+        let kind_is = |o: ObjId, k: ObjKind| self.kind_of(o) == Some(k);
+        match th.state {
+            ThreadState::Blocked(Block::Send { ep, .. })
+            | ThreadState::Blocked(Block::Recv { ep }) => {
+                ensure(
+                    kind_is(ep, ObjKind::Endpoint),
+                    "a thread blocked on IPC waits on a live endpoint",
+                    i,
+                )?;
+            }
+            ThreadState::Blocked(Block::Notification { obj }) => {
+                ensure(
+                    kind_is(obj, ObjKind::Notification),
+                    "a waiting thread waits on a live notification",
+                    i,
+                )?;
+                let bits = match self.obj(obj) {
+                    Object::Notification(n) => n.bits,
+                    _ => 0,
+                };
+                ensure(
+                    bits == 0,
+                    "nobody waits on a notification that has bits pending",
+                    i,
+                )?;
+            }
+            ThreadState::Blocked(Block::Irq { obj }) => {
+                ensure(
+                    kind_is(obj, ObjKind::IrqNotification),
+                    "an irq waiter waits on a live IrqNotification",
+                    i,
+                )?;
+            }
+            ThreadState::Blocked(Block::Reply { server }) => {
+                let linked =
+                    matches!(self.obj(server.obj()), Object::Thread(s) if s.reply_to == Some(t));
+                ensure(
+                    linked,
+                    "a thread waiting for a reply is its server's reply_to",
+                    i,
+                )?;
+            }
+            ThreadState::Ready | ThreadState::Exited => {}
+        }
+        if let Some(c) = th.reply_to {
+            let waits = matches!(
+                self.obj(c.obj()),
+                Object::Thread(ct) if ct.state == ThreadState::Blocked(Block::Reply { server: t })
+            );
+            ensure(
+                waits,
+                "a reply_to names a thread waiting for this thread's reply",
+                i,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// True when following parents from `at` ends within the number of slots.
+    fn parent_chain_ends(&self, at: CapRef) -> bool {
+        let mut cur = Some(at);
+        for _ in 0..=MAX_OBJECTS * SLOTS {
+            match cur.and_then(|c| self.cap_at(c)) {
+                Some(cap) => cur = cap.parent,
+                None => return true,
+            }
+        }
+        false
+    }
+
+    /// For tests: the rights of the capability in `slot` of task `t`, if any.
+    pub fn cap_rights(&self, t: ThreadId, slot: u32) -> Option<Rights> {
+        self.lookup(t, slot, None, Rights::empty())
+            .ok()
+            .map(|(_, c)| c.rights)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The checker itself must not be vacuous: each test breaks one invariant by hand
+    //! and expects `check_invariants` to name it.
+
+    use crate::{
+        abi::Rights,
+        cap::CapRef,
+        ids::{ObjId, Slot},
+        objects::Object,
+        spec::{CapSpec, FaultPolicy, MemKind, RegionSpec, TaskSpec},
+        Kernel,
+    };
+
+    const REGIONS: [RegionSpec; 1] = [RegionSpec {
+        base: 0x8000_0000,
+        len: 0x1000,
+        rights: Rights::all().intersection(Rights::MEMORY),
+        kind: MemKind::Checkpointed,
+    }];
+    const CAPS: [CapSpec; 2] = [
+        CapSpec::Notification {
+            name: "n",
+            rights: Rights::all(),
+        },
+        CapSpec::Timer,
+    ];
+
+    fn booted() -> (Kernel, ObjId) {
+        let mut k = Kernel::new();
+        let spec = TaskSpec {
+            name: "t",
+            priority: 0,
+            entry: 0x8000_0000,
+            stack_top: 0x8000_1000,
+            regions: &REGIONS,
+            caps: &CAPS,
+            fault: FaultPolicy::End,
+        };
+        k.boot(&[spec]).unwrap();
+        k.check_invariants().unwrap();
+        let g = k.group_ids().find(|&g| g != ObjId::ROOT).unwrap();
+        (k, g)
+    }
+
+    fn at(g: ObjId, i: usize) -> CapRef {
+        CapRef {
+            group: g,
+            slot: Slot::new(i).unwrap(),
+        }
+    }
+
+    fn broken(k: &Kernel) -> &'static str {
+        k.check_invariants()
+            .expect_err("the checker must catch the broken invariant")
+            .what
+    }
+
+    #[test]
+    fn the_checker_catches_a_child_with_more_rights_than_its_parent() {
+        let (mut k, g) = booted();
+        let mut c = k.cap_at(at(g, 0)).unwrap();
+        c.rights = Rights::READ;
+        k.install(at(g, 0), c);
+        let mut child = c;
+        child.rights = Rights::all();
+        child.parent = Some(at(g, 0));
+        k.install(at(g, 5), child);
+        assert_eq!(broken(&k), "rights only shrink from parent to child");
+    }
+
+    #[test]
+    fn the_checker_catches_a_dangling_parent_and_an_unnamed_object() {
+        let (mut k, g) = booted();
+        let mut c = k.cap_at(at(g, 0)).unwrap();
+        c.parent = Some(at(g, 9));
+        k.install(at(g, 5), c);
+        assert_eq!(broken(&k), "a capability's parent is a live capability");
+        let (mut k, g) = booted();
+        k.group_mut(g).unwrap().slots[1] = None;
+        assert_eq!(
+            broken(&k),
+            "every object lives only while a capability names it"
+        );
+    }
+
+    #[test]
+    fn the_checker_catches_a_cap_to_a_freed_object_and_a_derivation_cycle() {
+        let (mut k, g) = booted();
+        let timer = k.cap_at(at(g, 1)).unwrap().obj;
+        *k.obj_mut(timer) = Object::Free;
+        assert_eq!(broken(&k), "every capability names a live object");
+        let (mut k, g) = booted();
+        let mut a = k.cap_at(at(g, 0)).unwrap();
+        a.parent = Some(at(g, 5));
+        let mut b = a;
+        b.parent = Some(at(g, 0));
+        k.install(at(g, 0), a);
+        k.install(at(g, 5), b);
+        assert_eq!(broken(&k), "the derivation tree has no cycles");
+    }
+}

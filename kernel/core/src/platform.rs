@@ -1,0 +1,24 @@
+//! The two doors from the portable kernel to the machine: raw user memory and the few
+//! devices the kernel itself drives. The core must validate every user address against
+//! the task's regions BEFORE it calls [`UserMemory`]; the core must never pass an
+//! unchecked user address through these doors (implementations do not check).
+
+/// Raw access to the physical address space tasks live in (there is no MMU).
+pub trait UserMemory {
+    /// Reads `buf.len()` bytes at `addr`. Only called for validated ranges.
+    fn read(&mut self, addr: u32, buf: &mut [u8]);
+    /// Writes `data` at `addr`. Only called for validated ranges.
+    fn write(&mut self, addr: u32, data: &[u8]);
+}
+
+/// The machine services the kernel state machine needs.
+pub trait Platform {
+    /// Prints bytes a task wrote with `DebugWrite`, attributed to it.
+    fn console(&mut self, task: &str, bytes: &[u8]);
+    /// Enables an interrupt source (called at a driver's first `IrqWait`).
+    fn irq_enable(&mut self, irq: u32);
+    /// Completes a delivered interrupt so the source can fire again (on `IrqAck`).
+    fn irq_complete(&mut self, irq: u32);
+    /// Ticks since boot (the timer's time base).
+    fn now_ticks(&self) -> u64;
+}

@@ -1,0 +1,98 @@
+//! The scheduler: fixed priorities (smaller number = more urgent), round robin within a
+//! priority, preemption on every tick. There is no run queue to keep consistent: the
+//! ready threads and their order are read from thread states and `seq`. This file must
+//! never change what a thread is blocked on, only whether and when it runs.
+
+use crate::{
+    abi::Error,
+    context::reg,
+    ids::ThreadId,
+    kernel::Kernel,
+    syscall::Results,
+    thread::{Block, ThreadState},
+};
+
+impl Kernel {
+    /// The next sequence number (orders queues; a u64 never wraps in practice and
+    /// saturates rather than overflow).
+    pub(crate) fn next_seq(&mut self) -> u64 {
+        self.seq = self.seq.saturating_add(1);
+        self.seq
+    }
+
+    /// Makes `t` runnable at the back of its priority's round robin.
+    pub(crate) fn make_ready(&mut self, t: ThreadId) {
+        let s = self.next_seq();
+        let th = self.thread_mut(t);
+        th.state = ThreadState::Ready;
+        th.seq = s;
+    }
+
+    /// Blocks `t` on `b`, at the back of that wait queue.
+    pub(crate) fn block(&mut self, t: ThreadId, b: Block) {
+        let s = self.next_seq();
+        let th = self.thread_mut(t);
+        th.state = ThreadState::Blocked(b);
+        th.seq = s;
+    }
+
+    /// Ends a blocking call of `t` with `r` (written to a0..a5) and makes it runnable.
+    pub(crate) fn wake(&mut self, t: ThreadId, r: Result<Results, Error>) {
+        write_results(&mut self.thread_mut(t).ctx.regs, r);
+        self.make_ready(t);
+    }
+
+    /// The oldest thread whose block matches `f`: the head of a derived wait queue.
+    pub(crate) fn oldest_blocked(&self, f: impl Fn(Block) -> bool) -> Option<ThreadId> {
+        self.thread_ids()
+            .filter(|&t| matches!(self.thread(t).state, ThreadState::Blocked(b) if f(b)))
+            .min_by_key(|&t| self.thread(t).seq)
+    }
+
+    /// Chooses `current`: the most urgent ready thread, and among equals the one ready
+    /// the longest (a preempted thread keeps its place, so it resumes first).
+    pub(crate) fn schedule(&mut self) {
+        let mut best: Option<ThreadId> = None;
+        for t in self.thread_ids() {
+            let th = self.thread(t);
+            if th.state != ThreadState::Ready {
+                continue;
+            }
+            best = match best {
+                None => Some(t),
+                Some(b) => {
+                    let bt = self.thread(b);
+                    let better = th.priority.is_more_urgent_than(bt.priority)
+                        || (th.priority == bt.priority && th.seq < bt.seq);
+                    Some(if better { t } else { b })
+                }
+            };
+        }
+        self.current = best;
+    }
+
+    /// Round robin: the running thread goes to the back of its priority, then the most
+    /// urgent ready thread runs.
+    pub(crate) fn rotate(&mut self) {
+        if let Some(t) = self.current {
+            if self.thread(t).state == ThreadState::Ready {
+                self.make_ready(t);
+            }
+        }
+        self.schedule();
+    }
+}
+
+/// Writes a syscall result: a0 = 0 and the results, or a0 = the error code (results
+/// registers untouched).
+pub(crate) fn write_results(regs: &mut [u32; 32], r: Result<Results, Error>) {
+    match r {
+        Ok(res) => {
+            regs[reg::A0] = 0;
+            for (i, v) in res.values().iter().enumerate() {
+                regs[reg::A0 + 1 + i] = *v;
+            }
+        }
+        Err(e) => regs[reg::A0] = e as u32,
+    }
+}

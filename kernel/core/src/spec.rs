@@ -1,0 +1,201 @@
+//! The boot-time description of the system: tasks, their memory and the capabilities
+//! each receives, and the errors a bad description gives. Plain data; it must never be
+//! consulted after boot (the tree holds everything the kernel needs).
+
+use crate::abi::Rights;
+
+/// What kind of memory a region or MemObj is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemKind {
+    /// Rolled back to the last checkpoint after a power cut.
+    Checkpointed,
+    /// Never rolled back (lives in NVM).
+    Eternal,
+    /// Managed by the heap service.
+    HeapManaged,
+    /// Device MMIO. The kernel never reads or writes device memory on a task's behalf:
+    /// syscall pointers into device regions are refused with `BadPointer`.
+    Device,
+}
+
+/// What happens to a task that faults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FaultPolicy {
+    /// The task ends (state Exited); the rest keeps running.
+    End,
+    /// The task starts again at its entry with a fresh context; its caps are kept.
+    Restart,
+}
+
+/// A memory range a task may access directly (through PMP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RegionSpec {
+    /// First byte.
+    pub base: u32,
+    /// Length in bytes; nonzero, and `base + len` must not pass 2^32.
+    pub len: u32,
+    /// A subset of READ | WRITE | EXEC.
+    pub rights: Rights,
+    /// The kind of memory.
+    pub kind: MemKind,
+}
+
+impl RegionSpec {
+    /// True when `[addr, addr + len)` lies inside this region (overflow-safe).
+    pub fn contains(&self, addr: u32, len: u32) -> bool {
+        let (start, end) = (u64::from(addr), u64::from(addr) + u64::from(len));
+        let (lo, hi) = (
+            u64::from(self.base),
+            u64::from(self.base) + u64::from(self.len),
+        );
+        lo <= start && end <= hi
+    }
+
+    /// True when the region is well formed: nonzero, not wrapping, memory rights only.
+    pub fn is_valid(&self) -> bool {
+        self.len != 0
+            && self.base.checked_add(self.len - 1).is_some()
+            && Rights::MEMORY.contains(self.rights)
+    }
+}
+
+/// One capability a task receives at boot. Each goes to the next free slot in list
+/// order, so slot numbers follow from the app description.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapSpec<'a> {
+    /// An endpoint; the same name in several tasks is the same endpoint.
+    Endpoint {
+        /// Shared name.
+        name: &'a str,
+        /// Rights of this task's cap.
+        rights: Rights,
+        /// Badge the receiver sees for messages sent with this cap.
+        badge: u32,
+    },
+    /// A notification; the same name in several tasks is the same notification.
+    Notification {
+        /// Shared name.
+        name: &'a str,
+        /// Rights of this task's cap.
+        rights: Rights,
+    },
+    /// The interrupt `irq`, delivered through a new IrqNotification (READ | WRITE).
+    /// At most one task may name a given irq.
+    Irq {
+        /// Interrupt source number.
+        irq: u32,
+    },
+    /// A new one-shot timer (WRITE).
+    Timer,
+    /// A new NVM region grant.
+    NvmRegion {
+        /// Offset in NVM.
+        offset: u32,
+        /// Length in bytes.
+        len: u32,
+        /// Rights of the cap.
+        rights: Rights,
+    },
+    /// A new memory object the task may access through PMP (counts as a region).
+    MemObj {
+        /// First byte.
+        base: u32,
+        /// Length.
+        len: u32,
+        /// Rights of the cap (READ/WRITE/EXEC for PMP, GRANT, DELETE).
+        rights: Rights,
+        /// Kind of memory.
+        kind: MemKind,
+    },
+    /// A cap (READ) to another task's CapGroup, derived from the root's.
+    Task {
+        /// The task's name.
+        name: &'a str,
+    },
+}
+
+/// One task of the static system description.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskSpec<'a> {
+    /// Unique, 1..=16 bytes.
+    pub name: &'a str,
+    /// 0 = most urgent, below [`crate::NUM_PRIORITIES`].
+    pub priority: u8,
+    /// First instruction.
+    pub entry: u32,
+    /// Initial `sp`.
+    pub stack_top: u32,
+    /// The task's own code (RX), data/stack (RW) and device ranges.
+    pub regions: &'a [RegionSpec],
+    /// Boot capabilities, filling slots 0, 1, 2, ... in order.
+    pub caps: &'a [CapSpec<'a>],
+    /// What a fault does.
+    pub fault: FaultPolicy,
+}
+
+/// Why [`crate::Kernel::boot`] refused a system description. `task` is the index in
+/// the task list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BootError {
+    /// `boot` was already called.
+    AlreadyBooted,
+    /// More than [`crate::MAX_TASKS`] tasks.
+    TooManyTasks,
+    /// The name is empty or longer than [`crate::MAX_NAME`] bytes.
+    BadName {
+        /// Task index.
+        task: usize,
+    },
+    /// Two tasks share a name.
+    DuplicateTask {
+        /// Task index of the second.
+        task: usize,
+    },
+    /// Priority not below [`crate::NUM_PRIORITIES`].
+    BadPriority {
+        /// Task index.
+        task: usize,
+    },
+    /// A region is empty, wraps, or has rights other than READ/WRITE/EXEC.
+    BadRegion {
+        /// Task index.
+        task: usize,
+    },
+    /// Own regions plus MemObj caps exceed [`crate::MAX_REGIONS`].
+    TooManyRegions {
+        /// Task index.
+        task: usize,
+    },
+    /// More caps than [`crate::SLOTS`].
+    TooManyCaps {
+        /// Task index.
+        task: usize,
+    },
+    /// A `CapSpec::Task` names no task.
+    UnknownTask {
+        /// Task index of the holder.
+        task: usize,
+    },
+    /// One name is used for an endpoint and a notification.
+    NameKindClash {
+        /// Task index.
+        task: usize,
+    },
+    /// Two caps name the same irq.
+    IrqTwice {
+        /// Task index of the second.
+        task: usize,
+    },
+    /// A MemObj or NvmRegion is empty or wraps.
+    BadRange {
+        /// Task index.
+        task: usize,
+    },
+    /// Rights contain unknown bits.
+    BadRights {
+        /// Task index.
+        task: usize,
+    },
+    /// The object arena is full.
+    OutOfObjects,
+}

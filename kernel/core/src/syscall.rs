@@ -1,0 +1,216 @@
+//! Syscall dispatch: decodes a7/a0..a5 of the current thread, checks the number, runs
+//! the call, writes a0 (status) and the results, and reschedules. Each call's checks
+//! live with its object type; this file must never touch user memory or capabilities
+//! itself, only route.
+
+use crate::{
+    abi::{Error, ObjKind, Rights, Sysno, MAX_DEBUG_WRITE, NO_SLOT},
+    context::reg,
+    ids::ThreadId,
+    kernel::Kernel,
+    objects::Object,
+    platform::{Platform, UserMemory},
+    sched::write_results,
+};
+
+/// Up to five result values for a1..a5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Results {
+    vals: [u32; 5],
+    n: usize,
+}
+
+impl Results {
+    /// No results (a1..a5 untouched).
+    pub(crate) fn none() -> Results {
+        Results { vals: [0; 5], n: 0 }
+    }
+
+    /// The first (up to five) of `v` for a1, a2, ...
+    pub(crate) fn of(v: &[u32]) -> Results {
+        let mut r = Results::none();
+        for (d, s) in r.vals.iter_mut().zip(v) {
+            *d = *s;
+            r.n += 1;
+        }
+        r
+    }
+
+    /// The results to write.
+    pub(crate) fn values(&self) -> &[u32] {
+        self.vals.get(..self.n).unwrap_or(&[])
+    }
+}
+
+/// How a syscall ended for its caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Finished: write the status and results now.
+    Done(Result<Results, Error>),
+    /// The caller blocked; whoever wakes it writes its results.
+    Blocked,
+    /// The caller ended.
+    Exited,
+}
+
+impl Outcome {
+    /// Success with no results.
+    pub(crate) fn ok() -> Outcome {
+        Outcome::Done(Ok(Results::none()))
+    }
+
+    /// Failure.
+    pub(crate) fn err(e: Error) -> Outcome {
+        Outcome::Done(Err(e))
+    }
+}
+
+impl Kernel {
+    /// Handles the `ecall` of the current thread (its registers already saved in its
+    /// context): advances pc past the ecall, runs the call, and may block the caller
+    /// and change [`Kernel::current`]. Does nothing when no thread is current.
+    pub fn syscall(&mut self, mem: &mut impl UserMemory, plat: &mut impl Platform) {
+        let Some(t) = self.current else { return };
+        let ctx = &mut self.thread_mut(t).ctx;
+        ctx.pc = ctx.pc.wrapping_add(4);
+        let nr = ctx.regs[reg::A7];
+        let a = [
+            ctx.arg(0),
+            ctx.arg(1),
+            ctx.arg(2),
+            ctx.arg(3),
+            ctx.arg(4),
+            ctx.arg(5),
+        ];
+        let outcome = match Sysno::from_u32(nr) {
+            Some(s) => self.dispatch(t, s, a, mem, plat),
+            None => Outcome::err(Error::BadSyscall),
+        };
+        if let Outcome::Done(r) = outcome {
+            write_results(&mut self.thread_mut(t).ctx.regs, r);
+        }
+        self.schedule();
+    }
+
+    fn dispatch(
+        &mut self,
+        t: ThreadId,
+        s: Sysno,
+        a: [u32; 6],
+        mem: &mut impl UserMemory,
+        plat: &mut impl Platform,
+    ) -> Outcome {
+        match s {
+            Sysno::Null => Outcome::ok(),
+            Sysno::Yield => {
+                self.make_ready(t);
+                Outcome::ok()
+            }
+            Sysno::Exit => {
+                self.exit_thread(t, a[0]);
+                Outcome::Exited
+            }
+            Sysno::DebugWrite => self.sys_debug_write(t, a[0], a[1], mem, plat),
+            Sysno::Send => self.sys_send(mem, t, false),
+            Sysno::Call => self.sys_send(mem, t, true),
+            Sysno::Recv => self.sys_recv(mem, t),
+            Sysno::Reply => self.sys_reply(mem, t),
+            Sysno::Signal => self.sys_signal(t, a[0], a[1]),
+            Sysno::Wait => self.sys_wait(t, a[0], true),
+            Sysno::Poll => self.sys_wait(t, a[0], false),
+            Sysno::IrqWait => self.sys_irq_wait(t, a[0], plat),
+            Sysno::IrqAck => self.sys_irq_ack(t, a[0], plat),
+            Sysno::TimerSet => self.sys_timer_set(t, a, plat),
+            Sysno::CapDerive => done(self.derive(t, a[0], a[1], a[2], a[3])),
+            Sysno::CapDelete => done(
+                self.lookup(t, a[0], None, Rights::empty())
+                    .map(|(at, _)| self.delete_cap(at)),
+            ),
+            Sysno::CapRevoke => done(
+                self.lookup(t, a[0], None, Rights::empty())
+                    .map(|(at, _)| self.revoke(at)),
+            ),
+            Sysno::CapInfo => match self.lookup(t, a[0], None, Rights::empty()) {
+                Ok((_, cap)) => {
+                    let kind = self.kind_of(cap.obj).map_or(0, |k| k as u32);
+                    Outcome::Done(Ok(Results::of(&[kind, cap.rights.bits(), cap.badge])))
+                }
+                Err(e) => Outcome::err(e),
+            },
+            Sysno::ObjDelete => done(self.sys_obj_delete(t, a[0])),
+            Sysno::TaskInfo => self.sys_task_info(t, a[0]),
+            Sysno::Now => {
+                let now = plat.now_ticks();
+                Outcome::Done(Ok(Results::of(&[now as u32, (now >> 32) as u32])))
+            }
+        }
+    }
+
+    /// `DebugWrite(ptr, len)`: at most `MAX_DEBUG_WRITE` bytes the task may read.
+    fn sys_debug_write(
+        &mut self,
+        t: ThreadId,
+        ptr: u32,
+        len: u32,
+        mem: &mut impl UserMemory,
+        plat: &mut impl Platform,
+    ) -> Outcome {
+        if len > MAX_DEBUG_WRITE {
+            return Outcome::err(Error::TooLong);
+        }
+        if let Err(e) = self.check_user(t, ptr, len, Rights::READ) {
+            return Outcome::err(e);
+        }
+        let mut buf = [0u8; MAX_DEBUG_WRITE as usize];
+        let bytes = &mut buf[..len as usize];
+        if !bytes.is_empty() {
+            mem.read(ptr, bytes);
+        }
+        let name = self.group_of(t).name;
+        plat.console(name.as_str(), bytes);
+        Outcome::ok()
+    }
+
+    /// `ObjDelete(slot)`: needs DELETE; CapGroups cannot be deleted (`WrongKind`).
+    fn sys_obj_delete(&mut self, t: ThreadId, slot: u32) -> Result<(), Error> {
+        let (_, cap) = self.lookup(t, slot, None, Rights::empty())?;
+        if self.kind_of(cap.obj) == Some(ObjKind::CapGroup) {
+            return Err(Error::WrongKind);
+        }
+        if !cap.rights.contains(Rights::DELETE) {
+            return Err(Error::NoRights);
+        }
+        self.delete_object(cap.obj);
+        Ok(())
+    }
+
+    /// `TaskInfo(slot)`: `NO_SLOT` = the caller; else a CapGroup cap with READ.
+    fn sys_task_info(&self, t: ThreadId, slot: u32) -> Outcome {
+        let th = if slot == NO_SLOT {
+            Some(t)
+        } else {
+            match self.lookup(t, slot, Some(ObjKind::CapGroup), Rights::READ) {
+                Ok((_, cap)) => match self.obj(cap.obj) {
+                    Object::CapGroup(g) => g.thread,
+                    _ => None,
+                },
+                Err(e) => return Outcome::err(e),
+            }
+        };
+        let Some(th) = th else {
+            return Outcome::err(Error::WrongKind);
+        };
+        let thread = self.thread(th);
+        let info = [
+            th.index() as u32,
+            thread.abi_state() as u32,
+            thread.exit_code,
+        ];
+        Outcome::Done(Ok(Results::of(&info)))
+    }
+}
+
+/// A result without values as an outcome.
+fn done(r: Result<(), Error>) -> Outcome {
+    Outcome::Done(r.map(|()| Results::none()))
+}

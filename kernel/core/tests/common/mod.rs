@@ -1,0 +1,278 @@
+//! Test harness shared by the host tests: a Vec-backed address space, a recording
+//! platform, a standard memory layout per task, and helpers that run a syscall as a
+//! named task. Test-only; it must never be needed by the kernel itself.
+
+#![allow(dead_code)]
+
+use amber_core::{
+    abi::{Error, Sysno},
+    CapSpec, FaultPolicy, Kernel, MemKind, Platform, RegionSpec, Rights, TaskSpec, ThreadId,
+    UserMemory,
+};
+
+/// Start of the fake RAM.
+pub const MEM_BASE: u32 = 0x8000_0000;
+/// Bytes per task: code (RX) then data/stack (RW).
+pub const TASK_SIZE: u32 = 0x1000;
+/// Size of a task's code region.
+pub const CODE_SIZE: u32 = 0x400;
+/// A range shared through MemObj caps, after the tasks.
+pub const SHARED_BASE: u32 = MEM_BASE + 16 * TASK_SIZE;
+/// Size of the shared range.
+pub const SHARED_SIZE: u32 = 0x1000;
+/// Total fake RAM.
+pub const MEM_SIZE: u32 = 17 * TASK_SIZE;
+/// A device range (not backed: the kernel must never touch it).
+pub const DEVICE_BASE: u32 = 0x1000_0000;
+
+/// The fake physical memory. Any access outside it means the kernel skipped a check.
+pub struct FakeMem {
+    pub bytes: Vec<u8>,
+    /// When set: the only ranges the kernel may read (`false`) or write (`true`) as
+    /// (base, len, writable); any other access fails the test.
+    pub oracle: Option<Vec<(u32, u32, bool)>>,
+}
+
+impl FakeMem {
+    pub fn new() -> FakeMem {
+        FakeMem {
+            bytes: vec![0; MEM_SIZE as usize],
+            oracle: None,
+        }
+    }
+
+    fn range(&self, addr: u32, len: usize) -> std::ops::Range<usize> {
+        let start = addr
+            .checked_sub(MEM_BASE)
+            .expect("kernel touched memory below RAM: a pointer was not validated")
+            as usize;
+        let end = start + len;
+        assert!(
+            end <= self.bytes.len(),
+            "kernel touched memory past RAM: a pointer was not validated"
+        );
+        start..end
+    }
+
+    pub fn get(&self, addr: u32, len: usize) -> Vec<u8> {
+        self.bytes[self.range(addr, len)].to_vec()
+    }
+
+    pub fn put(&mut self, addr: u32, data: &[u8]) {
+        let r = self.range(addr, data.len());
+        self.bytes[r].copy_from_slice(data);
+    }
+}
+
+impl FakeMem {
+    fn allowed(&self, addr: u32, len: usize, write: bool) {
+        let Some(oracle) = &self.oracle else { return };
+        let (start, end) = (u64::from(addr), u64::from(addr) + len as u64);
+        let ok = oracle.iter().any(|&(b, l, w)| {
+            (w || !write) && u64::from(b) <= start && end <= u64::from(b) + u64::from(l)
+        });
+        assert!(
+            ok,
+            "kernel {} {addr:#x}+{len}, which no task may",
+            if write { "wrote" } else { "read" }
+        );
+    }
+}
+
+impl UserMemory for FakeMem {
+    fn read(&mut self, addr: u32, buf: &mut [u8]) {
+        self.allowed(addr, buf.len(), false);
+        let r = self.range(addr, buf.len());
+        buf.copy_from_slice(&self.bytes[r]);
+    }
+
+    fn write(&mut self, addr: u32, data: &[u8]) {
+        self.allowed(addr, data.len(), true);
+        self.put(addr, data);
+    }
+}
+
+/// A platform that records what the kernel asked of it.
+#[derive(Default)]
+pub struct FakePlat {
+    pub console: Vec<(String, Vec<u8>)>,
+    pub enabled: Vec<u32>,
+    pub completed: Vec<u32>,
+    pub now: u64,
+}
+
+impl Platform for FakePlat {
+    fn console(&mut self, task: &str, bytes: &[u8]) {
+        self.console.push((task.to_string(), bytes.to_vec()));
+    }
+    fn irq_enable(&mut self, irq: u32) {
+        self.enabled.push(irq);
+    }
+    fn irq_complete(&mut self, irq: u32) {
+        self.completed.push(irq);
+    }
+    fn now_ticks(&self) -> u64 {
+        self.now
+    }
+}
+
+/// Code base of task `i`.
+pub fn code(i: usize) -> u32 {
+    MEM_BASE + i as u32 * TASK_SIZE
+}
+
+/// Data base of task `i` (its RW region runs to `code(i + 1)`).
+pub fn data(i: usize) -> u32 {
+    code(i) + CODE_SIZE
+}
+
+/// The two own regions of task `i`.
+pub fn regions(i: usize) -> [RegionSpec; 2] {
+    [
+        RegionSpec {
+            base: code(i),
+            len: CODE_SIZE,
+            rights: Rights::READ | Rights::EXEC,
+            kind: MemKind::Checkpointed,
+        },
+        RegionSpec {
+            base: data(i),
+            len: TASK_SIZE - CODE_SIZE,
+            rights: Rights::READ | Rights::WRITE,
+            kind: MemKind::Checkpointed,
+        },
+    ]
+}
+
+/// A task for [`Sys::boot`].
+pub struct T<'a> {
+    pub name: &'a str,
+    pub priority: u8,
+    pub caps: &'a [CapSpec<'a>],
+    pub fault: FaultPolicy,
+}
+
+/// A task named `name` at priority `priority` with `caps`, ending on faults.
+pub fn task<'a>(name: &'a str, priority: u8, caps: &'a [CapSpec<'a>]) -> T<'a> {
+    T {
+        name,
+        priority,
+        caps,
+        fault: FaultPolicy::End,
+    }
+}
+
+/// The registers a syscall left: a0 and a1..a5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ret {
+    pub a0: u32,
+    pub r: [u32; 5],
+}
+
+impl Ret {
+    /// The call's status.
+    pub fn status(&self) -> Result<(), Error> {
+        Error::check(self.a0)
+    }
+}
+
+/// A booted kernel with its fake memory and platform.
+pub struct Sys {
+    pub k: Box<Kernel>,
+    pub mem: FakeMem,
+    pub plat: FakePlat,
+}
+
+impl Sys {
+    /// Boots `tasks` (task i gets the standard regions of index i).
+    pub fn boot(tasks: &[T]) -> Sys {
+        let regs: Vec<[RegionSpec; 2]> = (0..tasks.len()).map(regions).collect();
+        let specs: Vec<TaskSpec> = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TaskSpec {
+                name: t.name,
+                priority: t.priority,
+                entry: code(i),
+                stack_top: code(i) + TASK_SIZE,
+                regions: &regs[i],
+                caps: t.caps,
+                fault: t.fault,
+            })
+            .collect();
+        let mut k = Box::new(Kernel::new());
+        k.boot(&specs).expect("test system description must boot");
+        k.check_invariants()
+            .expect("a freshly booted tree satisfies every invariant");
+        Sys {
+            k,
+            mem: FakeMem::new(),
+            plat: FakePlat::default(),
+        }
+    }
+
+    pub fn tid(&self, name: &str) -> ThreadId {
+        self.k
+            .thread_by_name(name)
+            .unwrap_or_else(|| panic!("no task {name}"))
+    }
+
+    pub fn current_name(&self) -> Option<String> {
+        self.k.current().map(|t| self.k.task_name(t).to_string())
+    }
+
+    /// Ticks (round robin) until `name` is current; panics if it never is.
+    pub fn switch_to(&mut self, name: &str) {
+        for _ in 0..40 {
+            if self.current_name().as_deref() == Some(name) {
+                return;
+            }
+            self.k.tick(&mut self.plat);
+        }
+        panic!("test setup: {name} never became current (blocked or exited?)");
+    }
+
+    /// Runs syscall `nr` with `args` as task `name` and returns its registers. Checks
+    /// the invariants afterwards.
+    pub fn sys(&mut self, name: &str, nr: Sysno, args: [u32; 6]) -> Ret {
+        self.sys_raw(name, nr as u32, args)
+    }
+
+    /// As [`Sys::sys`] with a raw syscall number.
+    pub fn sys_raw(&mut self, name: &str, nr: u32, args: [u32; 6]) -> Ret {
+        self.switch_to(name);
+        let t = self.tid(name);
+        let ctx = self.k.context_mut(t);
+        ctx.regs[17] = nr;
+        ctx.regs[10..16].copy_from_slice(&args);
+        self.k.syscall(&mut self.mem, &mut self.plat);
+        self.k.check_invariants().unwrap_or_else(|v| panic!("{v}"));
+        self.regs(name)
+    }
+
+    /// a0..a5 of task `name` now.
+    pub fn regs(&self, name: &str) -> Ret {
+        let c = self.k.context(self.tid(name));
+        Ret {
+            a0: c.regs[10],
+            r: [c.regs[11], c.regs[12], c.regs[13], c.regs[14], c.regs[15]],
+        }
+    }
+
+    pub fn state(&self, name: &str) -> amber_core::abi::TaskState {
+        self.k.task_state(self.tid(name))
+    }
+
+    pub fn tick(&mut self) {
+        self.k.tick(&mut self.plat);
+        self.k.check_invariants().unwrap_or_else(|v| panic!("{v}"));
+    }
+}
+
+/// Short-hands for rights.
+pub const R: Rights = Rights::READ;
+pub const W: Rights = Rights::WRITE;
+pub const G: Rights = Rights::GRANT;
+pub const D: Rights = Rights::DELETE;
+pub const RW: Rights = Rights::READ.union(Rights::WRITE);
+pub const ALL: Rights = Rights::all();

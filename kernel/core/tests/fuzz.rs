@@ -1,0 +1,377 @@
+//! The syscall fuzzer: boots a small system and issues well over 100,000 random
+//! syscalls with random numbers, slots, pointers and lengths, interleaved with ticks,
+//! interrupts, faults and random descriptor bytes in task memory. It asserts that
+//! nothing panics (the fake memory also fails the test if the kernel touches memory
+//! no task may access with that right), that every completed call returns 0 or a documented error code, and that the
+//! tree invariants hold throughout. Seeded deterministically, so failures repeat. It
+//! must never weaken an assertion to make a run pass: a failure here is a kernel bug.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use amber_core::{
+    abi::{Error, Sysno, TaskState, NO_SLOT},
+    CapSpec, Fault, FaultPolicy, MemKind,
+};
+use common::{data, Sys, ALL, D, G, MEM_BASE, MEM_SIZE, R, RW, SHARED_BASE, W};
+use proptest::{
+    prelude::*,
+    test_runner::{Config, RngAlgorithm, TestRng, TestRunner},
+};
+
+/// One step of the fuzzer.
+#[derive(Clone, Debug)]
+enum Op {
+    /// A syscall by whoever is current.
+    Sys { nr: u32, args: [u32; 6] },
+    /// Random descriptor words at a spot of a task (data or code: what a task's memory
+    /// holds is up to the task).
+    Poke {
+        task: usize,
+        at: u32,
+        words: [u32; 9],
+    },
+    /// Timer interrupt after time advanced.
+    Tick { advance: u16 },
+    /// Device interrupt.
+    Irq { irq: u32 },
+    /// The current task faults.
+    Fault { mcause: u32, addr: u32 },
+}
+
+const TASKS: usize = 4;
+/// Descriptor and buffer spots in each task's data region.
+const SPOTS: u32 = 8;
+
+fn spot(task: usize, i: u32) -> u32 {
+    data(task) + 0x40 * i
+}
+
+/// A descriptor/buffer spot: usually in task `own`'s data, sometimes in its read-only
+/// code, sometimes another task's.
+fn any_spot(own: usize, w: u32) -> u32 {
+    match w % 8 {
+        0 => spot((w >> 3) as usize % TASKS, (w >> 6) % SPOTS),
+        1 => common::code(own) + (w >> 6) % 0x300,
+        _ => spot(own, (w >> 6) % SPOTS),
+    }
+}
+
+/// Decodes argument `i` of a syscall by task `own` from raw entropy: mostly meaningful
+/// values for that position (slots in a0, descriptors in a5), sometimes anything.
+/// (Decoding plain words keeps generation cheap: proptest's combinators are slow in
+/// debug builds, and the raw words still shrink.)
+fn arg(own: usize, i: usize, w: u32) -> u32 {
+    let v = w >> 4;
+    let wild = w.rotate_left(11);
+    match (i, w % 16) {
+        (0, 0..=11) => v % 7,
+        (0, 12) => any_spot(own, v),
+        (1, 0..=7) => v % 16,
+        (1, 8 | 9) => any_spot(own, v),
+        (1, 10 | 11) => v % 300,
+        (2, 0..=9) => v % 32,
+        (2, 10 | 11) => v % 300,
+        (3 | 4, 0..=9) => v % 200,
+        (5, 0..=5) => 0,
+        (5, 6..=13) => any_spot(own, v),
+        (_, 13) => NO_SLOT,
+        (_, 14) => MEM_BASE + v % MEM_SIZE,
+        _ => wild,
+    }
+}
+
+/// Random descriptor bytes for task `own`, mostly plausible field by field.
+fn desc(own: usize, raw: &[u32; 9]) -> [u32; 9] {
+    let pick = |w: u32, plausible: u32| {
+        if w.is_multiple_of(8) {
+            w.rotate_left(13)
+        } else {
+            plausible
+        }
+    };
+    [
+        pick(raw[0], any_spot(own, raw[0] >> 3)),
+        pick(
+            raw[1],
+            if raw[1].is_multiple_of(4) {
+                (raw[1] >> 3) % 300
+            } else {
+                (raw[1] >> 3) % 64
+            },
+        ),
+        pick(
+            raw[2],
+            if raw[2].is_multiple_of(2) {
+                NO_SLOT
+            } else {
+                (raw[2] >> 3) % 12
+            },
+        ),
+        pick(raw[3], any_spot(own, raw[3] >> 3)),
+        pick(raw[4], (raw[4] >> 3) % 128),
+        pick(
+            raw[5],
+            if raw[5].is_multiple_of(2) {
+                NO_SLOT
+            } else {
+                6 + (raw[5] >> 3) % 10
+            },
+        ),
+        raw[6],
+        raw[7],
+        raw[8],
+    ]
+}
+
+/// Decodes one step from a selector and nine raw words.
+fn op((sel, raw): (u8, [u32; 9])) -> Op {
+    let args = [raw[1], raw[2], raw[3], raw[4], raw[5], raw[6]];
+    match sel % 50 {
+        0..=39 => {
+            let nr = raw[0] % 21;
+            // Exit ends a task for good and deletions empty the tree: keep them rare so
+            // the system stays busy and deep states are reached.
+            let rare = if nr == Sysno::Exit as u32 { 40 } else { 4 };
+            let destructive = [
+                Sysno::Exit,
+                Sysno::CapDelete,
+                Sysno::CapRevoke,
+                Sysno::ObjDelete,
+            ]
+            .iter()
+            .any(|&d| d as u32 == nr);
+            let nr = if destructive && raw[7] % rare != 0 {
+                Sysno::CapInfo as u32
+            } else {
+                nr
+            };
+            Op::Sys { nr, args }
+        }
+        40 => Op::Sys { nr: raw[0], args },
+        41..=45 => Op::Poke {
+            task: raw[0] as usize % TASKS,
+            at: any_spot(raw[0] as usize % TASKS, raw[8]),
+            words: raw,
+        },
+        46 | 47 => Op::Tick {
+            advance: (raw[0] % 64) as u16,
+        },
+        48 => Op::Irq {
+            irq: [7, 10, raw[0] % 16][raw[1] as usize % 3],
+        },
+        _ => Op::Fault {
+            mcause: raw[0] % 16,
+            addr: raw[1],
+        },
+    }
+}
+
+const A: [CapSpec; 8] = [
+    CapSpec::Endpoint {
+        name: "e1",
+        rights: ALL,
+        badge: 1,
+    },
+    CapSpec::Endpoint {
+        name: "e2",
+        rights: W.union(G),
+        badge: 0,
+    },
+    CapSpec::Notification {
+        name: "n1",
+        rights: ALL,
+    },
+    CapSpec::Timer,
+    CapSpec::MemObj {
+        base: SHARED_BASE,
+        len: 0x100,
+        rights: ALL,
+        kind: MemKind::Checkpointed,
+    },
+    CapSpec::Task { name: "b" },
+    CapSpec::Irq { irq: 10 },
+    CapSpec::NvmRegion {
+        offset: 0,
+        len: 0x1000,
+        rights: ALL,
+    },
+];
+const B: [CapSpec; 6] = [
+    CapSpec::Endpoint {
+        name: "e1",
+        rights: RW.union(G),
+        badge: 0,
+    },
+    CapSpec::Endpoint {
+        name: "e2",
+        rights: R.union(D),
+        badge: 0,
+    },
+    CapSpec::Notification {
+        name: "n1",
+        rights: W.union(G),
+    },
+    CapSpec::Notification {
+        name: "n2",
+        rights: ALL,
+    },
+    CapSpec::Timer,
+    CapSpec::Irq { irq: 7 },
+];
+const C: [CapSpec; 5] = [
+    CapSpec::Endpoint {
+        name: "e1",
+        rights: W,
+        badge: 3,
+    },
+    CapSpec::Endpoint {
+        name: "e2",
+        rights: ALL,
+        badge: 0,
+    },
+    CapSpec::Notification {
+        name: "n2",
+        rights: R,
+    },
+    CapSpec::MemObj {
+        base: SHARED_BASE,
+        len: 0x80,
+        rights: RW.union(G),
+        kind: MemKind::Eternal,
+    },
+    CapSpec::Task { name: "a" },
+];
+const E: [CapSpec; 2] = [
+    CapSpec::Endpoint {
+        name: "e1",
+        rights: R,
+        badge: 0,
+    },
+    CapSpec::Notification {
+        name: "n1",
+        rights: R,
+    },
+];
+
+fn boot() -> Sys {
+    let mut tasks = [
+        common::task("a", 1, &A),
+        common::task("b", 1, &B),
+        common::task("c", 2, &C),
+        common::task("d", 0, &E),
+    ];
+    tasks[1].fault = FaultPolicy::Restart;
+    tasks[3].fault = FaultPolicy::Restart;
+    let mut s = Sys::boot(&tasks);
+    // Only memory some task may access with the right may ever be touched.
+    let mut oracle: Vec<(u32, u32, bool)> = (0..TASKS)
+        .flat_map(|i| common::regions(i).map(|r| (r.base, r.len, r.rights.contains(W))))
+        .collect();
+    oracle.push((SHARED_BASE, 0x100, true));
+    s.mem.oracle = Some(oracle);
+    s
+}
+
+static SYSCALLS: AtomicU64 = AtomicU64::new(0);
+static OUTCOMES: [[AtomicU64; 14]; 21] = [const { [const { AtomicU64::new(0) }; 14] }; 21];
+static REBOOTS: AtomicU64 = AtomicU64::new(0);
+
+fn check(s: &Sys, what: &str) -> Result<(), TestCaseError> {
+    s.k.check_invariants()
+        .map_err(|v| TestCaseError::fail(format!("after {what}: {v}")))
+}
+
+fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
+    let mut s = boot();
+    for (i, op) in raw.into_iter().map(op).enumerate() {
+        match op {
+            Op::Sys { nr, args } => {
+                let Some(t) = s.k.current() else {
+                    // Everyone blocked or exited: interrupts and time may help, else reboot.
+                    s.plat.now += 1000;
+                    s.k.irq(7, &mut s.plat);
+                    s.k.irq(10, &mut s.plat);
+                    s.k.tick(&mut s.plat);
+                    if s.k.current().is_none() {
+                        REBOOTS.fetch_add(1, Ordering::Relaxed);
+                        s = boot();
+                    }
+                    continue;
+                };
+                let own = s.k.task_name(t).as_bytes()[0].wrapping_sub(b'a') as usize % TASKS;
+                let args: [u32; 6] = std::array::from_fn(|i| arg(own, i, args[i]));
+                let ctx = s.k.context_mut(t);
+                ctx.regs[17] = nr;
+                ctx.regs[10..16].copy_from_slice(&args);
+                s.k.syscall(&mut s.mem, &mut s.plat);
+                SYSCALLS.fetch_add(1, Ordering::Relaxed);
+                if s.k.task_state(t) == TaskState::Ready && nr != Sysno::Exit as u32 {
+                    let a0 = s.k.context(t).regs[10];
+                    prop_assert!(
+                        a0 == 0 || Error::from_u32(a0).is_some(),
+                        "syscall {nr} {args:?} returned undocumented status {a0}"
+                    );
+                    if let Some(sn) = Sysno::from_u32(nr) {
+                        OUTCOMES[sn as usize][(a0 as usize).min(13)]
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                    if Sysno::from_u32(nr).is_none() {
+                        prop_assert_eq!(a0, Error::BadSyscall as u32);
+                    }
+                }
+            }
+            Op::Poke { task, at, words } => {
+                let mut bytes = Vec::with_capacity(36);
+                for w in desc(task, &words) {
+                    bytes.extend_from_slice(&w.to_le_bytes());
+                }
+                s.mem.put(at, &bytes);
+            }
+            Op::Tick { advance } => {
+                s.plat.now += u64::from(advance);
+                s.k.tick(&mut s.plat);
+            }
+            Op::Irq { irq } => {
+                s.k.irq(irq, &mut s.plat);
+            }
+            Op::Fault { mcause, addr } => {
+                s.k.fault(Fault::from_mcause(mcause), addr, &mut s.plat);
+            }
+        }
+        if i % 16 == 0 {
+            check(&s, &format!("op {i}: {op:?}"))?;
+        }
+    }
+    check(&s, "the last op")
+}
+
+#[test]
+fn random_syscalls_never_panic_and_keep_every_tree_invariant() {
+    let config = Config {
+        cases: 160,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let result = runner.run(&prop::collection::vec(any::<(u8, [u32; 9])>(), 1000), run);
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    println!("fuzz outcomes per syscall, by status 0..=13 (13 = 13 or above):");
+    for (i, row) in OUTCOMES.iter().enumerate() {
+        let v: Vec<u64> = row.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+        println!("{:?}: {:?}", Sysno::from_u32(i as u32).unwrap(), v);
+    }
+    let n = SYSCALLS.load(Ordering::Relaxed);
+    println!(
+        "fuzz: {n} syscalls, {} reboots",
+        REBOOTS.load(Ordering::Relaxed)
+    );
+    assert!(
+        n >= 100_000,
+        "the fuzzer must issue at least 100,000 syscalls, issued {n}"
+    );
+}

@@ -1,0 +1,555 @@
+//! Synchronous IPC: Send, Call, Recv, Reply with message words, badges, bounded copies
+//! and capability transfer; blocking, waking and partner loss. Test names state the
+//! property checked.
+//! These tests use the public API only; they must never reach into kernel internals.
+
+mod common;
+
+use amber_core::{
+    abi::{Error, IpcDesc, Sysno, TaskState, NO_SLOT},
+    CapSpec, MemKind,
+};
+use common::{data, task, Sys, ALL, D, G, R, RW, SHARED_BASE, W};
+
+const CLI_EP: CapSpec = CapSpec::Endpoint {
+    name: "ep",
+    rights: W.union(G),
+    badge: 0xB,
+};
+const SRV_EP: CapSpec = CapSpec::Endpoint {
+    name: "ep",
+    rights: R,
+    badge: 0,
+};
+
+/// srv (slot 0: ep READ) and cli (slot 0: ep WRITE|GRANT badge 0xB, slot 1: notification
+/// with GRANT, slot 2: notification without GRANT), both priority 1.
+fn pair() -> Sys {
+    const CLI: [CapSpec; 3] = [
+        CLI_EP,
+        CapSpec::Notification {
+            name: "n",
+            rights: ALL,
+        },
+        CapSpec::Notification {
+            name: "m",
+            rights: RW,
+        },
+    ];
+    const SRV: [CapSpec; 1] = [SRV_EP];
+    Sys::boot(&[task("srv", 1, &SRV), task("cli", 1, &CLI)])
+}
+
+fn put_desc(s: &mut Sys, addr: u32, d: IpcDesc) {
+    s.mem.put(addr, &d.to_bytes());
+}
+
+fn get_desc(s: &Sys, addr: u32) -> IpcDesc {
+    IpcDesc::from_bytes(&s.mem.get(addr, 36).try_into().unwrap())
+}
+
+#[test]
+fn send_blocks_until_recv_then_words_and_badge_arrive() {
+    let mut s = pair();
+    s.sys("cli", Sysno::Send, [0, 1, 2, 3, 4, 0]);
+    assert_eq!(
+        s.state("cli"),
+        TaskState::Blocked,
+        "Send with no receiver blocks"
+    );
+    let r = s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, 0]);
+    assert_eq!(r.status(), Ok(()));
+    assert_eq!(
+        r.r,
+        [1, 2, 3, 4, 0xB],
+        "a1..a4 = words, a5 = the sender cap's badge"
+    );
+    assert_eq!(
+        s.state("cli"),
+        TaskState::Ready,
+        "delivery wakes the sender"
+    );
+    assert_eq!(s.regs("cli").a0, 0, "the sender's Send succeeded");
+}
+
+#[test]
+fn recv_blocks_until_send_and_the_sender_returns_at_once() {
+    let mut s = pair();
+    s.sys("srv", Sysno::Recv, [0; 6]);
+    assert_eq!(s.state("srv"), TaskState::Blocked);
+    let r = s.sys("cli", Sysno::Send, [0, 5, 6, 7, 8, 0]);
+    assert_eq!(
+        r.status(),
+        Ok(()),
+        "a waiting receiver means Send completes without blocking"
+    );
+    assert_eq!(s.state("srv"), TaskState::Ready);
+    assert_eq!(s.regs("srv").r, [5, 6, 7, 8, 0xB]);
+}
+
+#[test]
+fn call_waits_for_the_reply_words() {
+    let mut s = pair();
+    s.sys("cli", Sysno::Call, [0, 10, 0, 0, 0, 0]);
+    assert_eq!(s.sys("srv", Sysno::Recv, [0; 6]).r[0], 10);
+    assert_eq!(
+        s.state("cli"),
+        TaskState::Blocked,
+        "a caller waits for the reply after delivery"
+    );
+    assert_eq!(
+        s.sys("srv", Sysno::Reply, [0, 11, 12, 13, 14, 0]).status(),
+        Ok(())
+    );
+    let c = s.regs("cli");
+    assert_eq!(
+        (c.a0, &c.r[..4]),
+        (0, &[11, 12, 13, 14][..]),
+        "Call returns the reply words"
+    );
+    assert_eq!(
+        s.sys("srv", Sysno::Reply, [0; 6]).status(),
+        Err(Error::WrongState),
+        "a reply is given once"
+    );
+}
+
+#[test]
+fn reply_with_no_caller_is_wrong_state() {
+    let mut s = pair();
+    assert_eq!(
+        s.sys("srv", Sysno::Reply, [0; 6]).status(),
+        Err(Error::WrongState)
+    );
+}
+
+#[test]
+fn waiting_senders_are_served_oldest_first() {
+    const CLI: [CapSpec; 1] = [CLI_EP];
+    const SRV: [CapSpec; 1] = [SRV_EP];
+    let mut s = Sys::boot(&[
+        task("srv", 1, &SRV),
+        task("c1", 1, &CLI),
+        task("c2", 1, &CLI),
+    ]);
+    s.sys("c2", Sysno::Send, [0, 2, 0, 0, 0, 0]);
+    s.sys("c1", Sysno::Send, [0, 1, 0, 0, 0, 0]);
+    assert_eq!(s.sys("srv", Sysno::Recv, [0; 6]).r[0], 2, "c2 sent first");
+    assert_eq!(s.sys("srv", Sysno::Recv, [0; 6]).r[0], 1);
+}
+
+#[test]
+fn bytes_are_copied_into_the_receiver_buffer_and_lengths_reported() {
+    let mut s = pair();
+    let (srv_desc, srv_buf) = (data(0), data(0) + 0x100);
+    let (cli_desc, cli_buf) = (data(1), data(1) + 0x100);
+    put_desc(
+        &mut s,
+        srv_desc,
+        IpcDesc {
+            recv_ptr: srv_buf,
+            recv_len: 64,
+            ..IpcDesc::EMPTY
+        },
+    );
+    s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, srv_desc]);
+    s.mem.put(cli_buf, b"hello, server");
+    put_desc(
+        &mut s,
+        cli_desc,
+        IpcDesc {
+            send_ptr: cli_buf,
+            send_len: 13,
+            ..IpcDesc::EMPTY
+        },
+    );
+    assert_eq!(
+        s.sys("cli", Sysno::Send, [0, 0, 0, 0, 0, cli_desc])
+            .status(),
+        Ok(())
+    );
+    assert_eq!(s.mem.get(srv_buf, 13), b"hello, server");
+    let d = get_desc(&s, srv_desc);
+    assert_eq!(
+        (d.got_len, d.sent_len, d.got_cap),
+        (13, 13, 0),
+        "kernel writes got_len, sent_len, got_cap"
+    );
+}
+
+#[test]
+fn a_short_receive_buffer_truncates_and_says_so() {
+    let mut s = pair();
+    let (srv_desc, srv_buf) = (data(0), data(0) + 0x100);
+    let (cli_desc, cli_buf) = (data(1), data(1) + 0x100);
+    s.mem.put(srv_buf, &[0xEE; 8]);
+    put_desc(
+        &mut s,
+        srv_desc,
+        IpcDesc {
+            recv_ptr: srv_buf,
+            recv_len: 4,
+            ..IpcDesc::EMPTY
+        },
+    );
+    s.mem.put(cli_buf, b"abcdefgh");
+    put_desc(
+        &mut s,
+        cli_desc,
+        IpcDesc {
+            send_ptr: cli_buf,
+            send_len: 8,
+            ..IpcDesc::EMPTY
+        },
+    );
+    s.sys("cli", Sysno::Send, [0, 0, 0, 0, 0, cli_desc]);
+    s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, srv_desc]);
+    assert_eq!(
+        s.mem.get(srv_buf, 8),
+        b"abcd\xEE\xEE\xEE\xEE",
+        "nothing is written past recv_len"
+    );
+    let d = get_desc(&s, srv_desc);
+    assert_eq!((d.got_len, d.sent_len), (4, 8));
+}
+
+#[test]
+fn invalid_sender_descriptors_fail_the_send_at_once() {
+    let mut s = pair();
+    let cli_desc = data(1);
+    let cases = [
+        (
+            IpcDesc {
+                send_ptr: data(1) + 64,
+                send_len: 257,
+                ..IpcDesc::EMPTY
+            },
+            Error::TooLong,
+        ),
+        (
+            IpcDesc {
+                send_ptr: data(0),
+                send_len: 4,
+                ..IpcDesc::EMPTY
+            },
+            Error::BadPointer,
+        ), // srv's memory
+        (
+            IpcDesc {
+                send_cap: 2,
+                ..IpcDesc::EMPTY
+            },
+            Error::NoRights,
+        ), // no GRANT
+        (
+            IpcDesc {
+                send_cap: 9,
+                ..IpcDesc::EMPTY
+            },
+            Error::EmptySlot,
+        ),
+        (
+            IpcDesc {
+                send_cap: 16,
+                ..IpcDesc::EMPTY
+            },
+            Error::BadSlot,
+        ),
+    ];
+    for (d, want) in cases {
+        put_desc(&mut s, cli_desc, d);
+        assert_eq!(
+            s.sys("cli", Sysno::Send, [0, 0, 0, 0, 0, cli_desc])
+                .status(),
+            Err(want),
+            "{d:?}"
+        );
+        assert_eq!(
+            s.state("cli"),
+            TaskState::Ready,
+            "a refused send does not block"
+        );
+    }
+    assert_eq!(
+        s.sys("cli", Sysno::Send, [0, 0, 0, 0, 0, 0x10]).status(),
+        Err(Error::BadPointer),
+        "descriptor outside memory"
+    );
+}
+
+#[test]
+fn a_receiver_descriptor_must_be_writable_and_its_slot_empty() {
+    let mut s = pair();
+    let code0 = common::code(0);
+    assert_eq!(
+        s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, code0]).status(),
+        Err(Error::BadPointer),
+        "code is not writable"
+    );
+    put_desc(
+        &mut s,
+        data(0),
+        IpcDesc {
+            recv_slot: 0,
+            ..IpcDesc::EMPTY
+        },
+    );
+    assert_eq!(
+        s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, data(0)]).status(),
+        Err(Error::SlotOccupied)
+    );
+    put_desc(
+        &mut s,
+        data(0),
+        IpcDesc {
+            recv_ptr: code0,
+            recv_len: 4,
+            ..IpcDesc::EMPTY
+        },
+    );
+    assert_eq!(
+        s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, data(0)]).status(),
+        Err(Error::BadPointer)
+    );
+}
+
+#[test]
+fn a_granted_cap_lands_in_the_named_slot_and_is_recorded_as_derived() {
+    let mut s = pair();
+    put_desc(
+        &mut s,
+        data(0),
+        IpcDesc {
+            recv_slot: 5,
+            ..IpcDesc::EMPTY
+        },
+    );
+    s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, data(0)]);
+    put_desc(
+        &mut s,
+        data(1),
+        IpcDesc {
+            send_cap: 1,
+            ..IpcDesc::EMPTY
+        },
+    );
+    assert_eq!(
+        s.sys("cli", Sysno::Send, [0, 0, 0, 0, 0, data(1)]).status(),
+        Ok(())
+    );
+    assert_eq!(get_desc(&s, data(0)).got_cap, 1);
+    assert_eq!(
+        s.sys("srv", Sysno::CapInfo, [5, 0, 0, 0, 0, 0]).r[..2],
+        [5, ALL.bits()],
+        "a copy of the sender's cap"
+    );
+    assert_eq!(
+        s.sys("cli", Sysno::CapInfo, [1, 0, 0, 0, 0, 0]).status(),
+        Ok(()),
+        "the sender keeps its cap"
+    );
+    s.sys("cli", Sysno::CapRevoke, [1, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        s.sys("srv", Sysno::CapInfo, [5, 0, 0, 0, 0, 0]).status(),
+        Err(Error::EmptySlot),
+        "revoking the sender's cap removes the transferred one"
+    );
+}
+
+#[test]
+fn a_cap_sent_to_a_receiver_without_a_slot_is_refused_and_nothing_is_delivered() {
+    let mut s = pair();
+    s.sys("srv", Sysno::Recv, [0; 6]);
+    put_desc(
+        &mut s,
+        data(1),
+        IpcDesc {
+            send_cap: 1,
+            ..IpcDesc::EMPTY
+        },
+    );
+    assert_eq!(
+        s.sys("cli", Sysno::Send, [0, 0, 0, 0, 0, data(1)]).status(),
+        Err(Error::NoReceiveSlot)
+    );
+    assert_eq!(
+        s.state("srv"),
+        TaskState::Blocked,
+        "the receiver keeps waiting"
+    );
+}
+
+#[test]
+fn recv_drops_a_reply_still_owed_and_the_caller_gets_peer_gone() {
+    let mut s = pair();
+    s.sys("cli", Sysno::Call, [0; 6]);
+    s.sys("srv", Sysno::Recv, [0; 6]);
+    s.sys("srv", Sysno::Recv, [0; 6]);
+    assert_eq!(s.regs("cli").status(), Err(Error::PeerGone));
+    assert_eq!(s.state("cli"), TaskState::Ready);
+}
+
+#[test]
+fn a_server_that_exits_or_faults_wakes_its_caller_with_peer_gone() {
+    for fault in [false, true] {
+        let mut s = pair();
+        s.sys("cli", Sysno::Call, [0; 6]);
+        s.sys("srv", Sysno::Recv, [0; 6]);
+        if fault {
+            s.switch_to("srv");
+            s.k.fault(amber_core::Fault::StoreAccess, 0, &mut s.plat);
+        } else {
+            s.sys("srv", Sysno::Exit, [0; 6]);
+        }
+        s.k.check_invariants().unwrap();
+        assert_eq!(s.regs("cli").status(), Err(Error::PeerGone));
+    }
+}
+
+#[test]
+fn endpoint_calls_check_kind_and_rights() {
+    let mut s = pair();
+    assert_eq!(
+        s.sys("srv", Sysno::Send, [0; 6]).status(),
+        Err(Error::NoRights),
+        "Send needs WRITE"
+    );
+    assert_eq!(
+        s.sys("srv", Sysno::Call, [0; 6]).status(),
+        Err(Error::NoRights),
+        "Call needs WRITE"
+    );
+    assert_eq!(
+        s.sys("cli", Sysno::Recv, [0; 6]).status(),
+        Err(Error::NoRights),
+        "Recv needs READ"
+    );
+    assert_eq!(
+        s.sys("cli", Sysno::Send, [1, 0, 0, 0, 0, 0]).status(),
+        Err(Error::WrongKind)
+    );
+    assert_eq!(
+        s.sys("cli", Sysno::Recv, [7, 0, 0, 0, 0, 0]).status(),
+        Err(Error::EmptySlot)
+    );
+    assert_eq!(
+        s.sys("cli", Sysno::Recv, [NO_SLOT, 0, 0, 0, 0, 0]).status(),
+        Err(Error::BadSlot)
+    );
+}
+
+#[test]
+fn deleting_an_endpoint_wakes_its_waiters_with_peer_gone() {
+    const SRV: [CapSpec; 1] = [CapSpec::Endpoint {
+        name: "ep",
+        rights: R.union(D),
+        badge: 0,
+    }];
+    const CLI: [CapSpec; 1] = [CLI_EP];
+    let mut s = Sys::boot(&[
+        task("srv", 1, &SRV),
+        task("cli", 1, &CLI),
+        task("other", 1, &SRV),
+    ]);
+    s.sys("srv", Sysno::Recv, [0; 6]);
+    assert_eq!(s.sys("other", Sysno::ObjDelete, [0; 6]).status(), Ok(()));
+    assert_eq!(s.regs("srv").status(), Err(Error::PeerGone));
+    assert_eq!(
+        s.sys("cli", Sysno::Send, [0; 6]).status(),
+        Err(Error::EmptySlot),
+        "every cap to a deleted object is gone"
+    );
+}
+
+#[test]
+fn a_receive_buffer_that_became_invalid_while_waiting_fails_the_receiver_not_the_sender() {
+    const OWN: [CapSpec; 2] = [
+        CapSpec::Endpoint {
+            name: "give",
+            rights: W,
+            badge: 0,
+        },
+        CapSpec::MemObj {
+            base: SHARED_BASE,
+            len: 0x100,
+            rights: ALL,
+            kind: MemKind::Checkpointed,
+        },
+    ];
+    const SRV: [CapSpec; 2] = [
+        SRV_EP,
+        CapSpec::Endpoint {
+            name: "give",
+            rights: R,
+            badge: 0,
+        },
+    ];
+    const CLI: [CapSpec; 1] = [CLI_EP];
+    let mut s = Sys::boot(&[
+        task("srv", 1, &SRV),
+        task("cli", 1, &CLI),
+        task("own", 1, &OWN),
+    ]);
+    // own gives srv the shared MemObj into srv's slot 4.
+    put_desc(
+        &mut s,
+        data(0),
+        IpcDesc {
+            recv_slot: 4,
+            ..IpcDesc::EMPTY
+        },
+    );
+    s.sys("srv", Sysno::Recv, [1, 0, 0, 0, 0, data(0)]);
+    put_desc(
+        &mut s,
+        data(2),
+        IpcDesc {
+            send_cap: 1,
+            ..IpcDesc::EMPTY
+        },
+    );
+    let epoch = s.k.memory_epoch();
+    assert_eq!(
+        s.sys("own", Sysno::Send, [0, 0, 0, 0, 0, data(2)]).status(),
+        Ok(())
+    );
+    assert_ne!(
+        s.k.memory_epoch(),
+        epoch,
+        "a new MemObj cap changes the memory epoch (PMP must be redone)"
+    );
+    assert_eq!(
+        s.k.regions(s.tid("srv")).count(),
+        3,
+        "the MemObj is now one of srv's regions"
+    );
+    // srv waits with its receive buffer in the shared range.
+    put_desc(
+        &mut s,
+        data(0),
+        IpcDesc {
+            recv_ptr: SHARED_BASE,
+            recv_len: 16,
+            ..IpcDesc::EMPTY
+        },
+    );
+    s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, data(0)]);
+    assert_eq!(s.state("srv"), TaskState::Blocked);
+    // own deletes the MemObj: srv's access is gone.
+    assert_eq!(
+        s.sys("own", Sysno::ObjDelete, [1, 0, 0, 0, 0, 0]).status(),
+        Ok(())
+    );
+    assert_eq!(s.k.regions(s.tid("srv")).count(), 2);
+    s.sys("cli", Sysno::Send, [0, 1, 0, 0, 0, 0]);
+    assert_eq!(
+        s.regs("srv").status(),
+        Err(Error::BadPointer),
+        "the receiver's buffer is re-checked at delivery"
+    );
+    assert_eq!(
+        s.state("cli"),
+        TaskState::Blocked,
+        "the sender waits for a receiver that can take the message"
+    );
+}

@@ -1,0 +1,138 @@
+//! The layout of an IPC message beyond its four register words: the descriptor a task
+//! passes in `a5`, and the bounds on copies. Layout only: this file must never validate
+//! or trust a descriptor (the kernel checks every field).
+
+/// "No slot": in [`IpcDesc::send_cap`] / [`IpcDesc::recv_slot`] and `TaskInfo`'s `a0`.
+pub const NO_SLOT: u32 = u32::MAX;
+
+/// Message words carried in registers `a1..a4`.
+pub const MSG_WORDS: usize = 4;
+
+/// The most bytes one message copies from sender to receiver.
+pub const MAX_MSG_BYTES: u32 = 256;
+
+/// The most bytes one `DebugWrite` prints.
+pub const MAX_DEBUG_WRITE: u32 = 256;
+
+/// Size of [`IpcDesc`] in bytes.
+pub const IPC_DESC_SIZE: u32 = 36;
+
+/// The IPC descriptor: a task's `a5` for Send, Call, Recv and Reply points at one in
+/// its own memory (4-byte fields, little-endian, no alignment required).
+///
+/// | offset | field | who writes | meaning |
+/// |--------|-------|------------|---------|
+/// | 0 | `send_ptr` | task | bytes to send (Send, Call, Reply) |
+/// | 4 | `send_len` | task | how many, ≤ [`MAX_MSG_BYTES`] |
+/// | 8 | `send_cap` | task | slot to transfer (needs GRANT), or [`NO_SLOT`] |
+/// | 12 | `recv_ptr` | task | buffer for received bytes (Recv, and Call's reply) |
+/// | 16 | `recv_len` | task | its size (any; at most [`MAX_MSG_BYTES`] land) |
+/// | 20 | `recv_slot` | task | empty slot for a received capability, or [`NO_SLOT`] |
+/// | 24 | `got_len` | kernel | bytes copied into `recv_ptr` |
+/// | 28 | `sent_len` | kernel | bytes the sender offered (> `got_len` = truncated) |
+/// | 32 | `got_cap` | kernel | 1 if a capability landed in `recv_slot`, else 0 |
+///
+/// The sender's part must be readable by the sender; the whole descriptor of a
+/// receiver must be readable and writable by the receiver.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpcDesc {
+    /// Bytes to send.
+    pub send_ptr: u32,
+    /// Number of bytes to send.
+    pub send_len: u32,
+    /// Slot of a capability to transfer, or [`NO_SLOT`].
+    pub send_cap: u32,
+    /// Buffer for received bytes.
+    pub recv_ptr: u32,
+    /// Size of that buffer.
+    pub recv_len: u32,
+    /// Empty slot for a received capability, or [`NO_SLOT`].
+    pub recv_slot: u32,
+    /// Written by the kernel: bytes copied in.
+    pub got_len: u32,
+    /// Written by the kernel: bytes the sender offered.
+    pub sent_len: u32,
+    /// Written by the kernel: 1 if a capability landed in `recv_slot`.
+    pub got_cap: u32,
+}
+
+impl IpcDesc {
+    /// Byte offset of `got_len`; the kernel writes `got_len`, `sent_len`, `got_cap`
+    /// as 12 bytes from here.
+    pub const OUT_OFFSET: u32 = 24;
+
+    /// A descriptor that sends nothing and receives nothing.
+    pub const EMPTY: IpcDesc = IpcDesc {
+        send_ptr: 0,
+        send_len: 0,
+        send_cap: NO_SLOT,
+        recv_ptr: 0,
+        recv_len: 0,
+        recv_slot: NO_SLOT,
+        got_len: 0,
+        sent_len: 0,
+        got_cap: 0,
+    };
+
+    /// Decodes the nine little-endian words.
+    pub fn from_bytes(b: &[u8; IPC_DESC_SIZE as usize]) -> IpcDesc {
+        let w = |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+        IpcDesc {
+            send_ptr: w(0),
+            send_len: w(1),
+            send_cap: w(2),
+            recv_ptr: w(3),
+            recv_len: w(4),
+            recv_slot: w(5),
+            got_len: w(6),
+            sent_len: w(7),
+            got_cap: w(8),
+        }
+    }
+
+    /// Encodes as nine little-endian words.
+    pub fn to_bytes(&self) -> [u8; IPC_DESC_SIZE as usize] {
+        let words = [
+            self.send_ptr,
+            self.send_len,
+            self.send_cap,
+            self.recv_ptr,
+            self.recv_len,
+            self.recv_slot,
+            self.got_len,
+            self.sent_len,
+            self.got_cap,
+        ];
+        let mut out = [0u8; IPC_DESC_SIZE as usize];
+        for (chunk, w) in out.chunks_exact_mut(4).zip(words) {
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+        out
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<IpcDesc>() == IPC_DESC_SIZE as usize);
+const _: () = assert!(core::mem::offset_of!(IpcDesc, got_len) == IpcDesc::OUT_OFFSET as usize);
+
+#[cfg(test)]
+mod tests {
+    use super::IpcDesc;
+
+    #[test]
+    fn descriptor_encoding_round_trips() {
+        let d = IpcDesc {
+            send_ptr: 1,
+            send_len: 2,
+            send_cap: 3,
+            recv_ptr: 4,
+            recv_len: 5,
+            recv_slot: 6,
+            got_len: 7,
+            sent_len: 8,
+            got_cap: 9,
+        };
+        assert_eq!(IpcDesc::from_bytes(&d.to_bytes()), d);
+        assert_eq!(d.to_bytes()[24], 7, "got_len sits at OUT_OFFSET");
+    }
+}
