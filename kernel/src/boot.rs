@@ -7,7 +7,7 @@
 
 use crate::bootargs::{self, Mode};
 use crate::exit::ExitCode;
-use crate::{arch, board, console, heap};
+use crate::{arch, board, console, heap, task};
 use alloc::vec::Vec;
 use amber_format::{FormatPolicy, NvmHeader, Opened};
 use amber_nvm::{MmioNvm, Nvm};
@@ -41,6 +41,7 @@ pub extern "C" fn kmain(_hartid: usize, dtb: usize) -> ! {
 
     board::init_interrupts();
     match args.mode {
+        Mode::Normal if task::have_tasks() => task::start(),
         Mode::Normal | Mode::IdleTest => idle(args.mode),
         Mode::NvmStress => nvm_stress(&mut nvm, &mut header),
         Mode::PanicTest => panic!("panic requested by amber.test=panic"),

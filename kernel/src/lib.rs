@@ -20,6 +20,7 @@
 
 pub mod bootargs;
 pub mod exit;
+pub mod pmp;
 
 #[cfg(target_os = "none")]
 extern crate alloc;
@@ -36,3 +37,5 @@ mod console;
 mod heap;
 #[cfg(target_os = "none")]
 mod panic;
+#[cfg(target_os = "none")]
+mod task;

@@ -28,6 +28,23 @@ pub fn kernel() -> PathBuf {
     }
 }
 
+/// The kernel image of an app built by `cargo xtask test` (`user/apps/NAME.toml`).
+pub fn app(name: &str) -> PathBuf {
+    match std::env::var_os("AMBER_APPS") {
+        Some(dir) => PathBuf::from(dir).join(format!("{name}.elf")),
+        None => panic!(
+            "AMBER_APPS is not set: run the integration tests with `cargo xtask test`, \
+             which builds every app in user/apps first"
+        ),
+    }
+}
+
+/// A machine booting app `name` with a fresh NVM image.
+pub fn app_machine(name: &str) -> Machine {
+    let image = scratch(&format!("app-{name}")).join("nvm.img");
+    Machine::new(app(name)).nvm(image, amber_qemu::DEFAULT_NVM_SIZE)
+}
+
 /// A scratch directory for one test, under `target/amber-tests/`, emptied first.
 pub fn scratch(test: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -74,6 +74,18 @@ pub fn uptime_ms() -> u64 {
     mtime() / (MTIME_HZ / 1000)
 }
 
+/// Lets U-mode read `cycle` and `instret` (the benchmark task measures with them).
+/// `virt` has S-mode, so both `mcounteren` and `scounteren` must allow it.
+pub fn enable_user_counters() {
+    // SAFETY: exposing the counters to U-mode grants no access to anything else.
+    unsafe {
+        riscv::register::mcounteren::set_cy();
+        riscv::register::mcounteren::set_ir();
+        riscv::register::scounteren::set_cy();
+        riscv::register::scounteren::set_ir();
+    }
+}
+
 /// Timer ticks taken since interrupts were enabled.
 pub fn ticks() -> u32 {
     TICKS.load(Ordering::Relaxed)
@@ -108,25 +120,56 @@ pub fn timer_interrupt() {
     set_timer(mtime() + TICK);
 }
 
-/// An external interrupt: claim it from the PLIC, serve it, complete it.
-pub fn external_interrupt() {
+/// An external interrupt: claim it from the PLIC. The console UART is served and
+/// completed here; any other source is returned to be delivered to its task, and
+/// stays masked in the PLIC until [`irq_complete`] (the task's acknowledge).
+pub fn external_interrupt() -> Option<u32> {
     let irq = mmio_read(PLIC_CLAIM_CTX0);
-    if irq == UART_IRQ {
-        loop {
-            // The guard must be gone before logging, which locks the UART again.
-            let Some(byte) = CONSOLE_UART.lock().receive() else {
-                break;
-            };
-            UART_RX.store(
-                UART_RX.load(Ordering::Relaxed).wrapping_add(1),
-                Ordering::Relaxed,
-            );
-            log::info!("console: received byte {byte:#04x}");
-        }
-    } else if irq != 0 {
-        log::warn!("PLIC: spurious interrupt {irq}");
+    if irq == 0 {
+        return None;
+    }
+    if irq != UART_IRQ {
+        return Some(irq);
+    }
+    loop {
+        // The guard must be gone before logging, which locks the UART again.
+        let Some(byte) = CONSOLE_UART.lock().receive() else {
+            break;
+        };
+        UART_RX.store(
+            UART_RX.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+        log::info!("console: received byte {byte:#04x}");
     }
     mmio_write(PLIC_CLAIM_CTX0, irq);
+    None
+}
+
+/// Routes PLIC source `irq` to M-mode (priority 1). Sources above 31 are not wired
+/// on `virt` (it has 96, but the kernel enables only the first 32).
+pub fn irq_enable(irq: u32) {
+    if irq == 0 || irq >= 32 {
+        log::warn!("PLIC: interrupt {irq} cannot be enabled");
+        return;
+    }
+    mmio_write(PLIC_BASE + 4 * irq as usize, 1);
+    let enabled = mmio_read(PLIC_ENABLE_CTX0);
+    mmio_write(PLIC_ENABLE_CTX0, enabled | 1 << irq);
+}
+
+/// Completes a claimed interrupt, so the PLIC may deliver it again.
+pub fn irq_complete(irq: u32) {
+    mmio_write(PLIC_CLAIM_CTX0, irq);
+}
+
+/// Prints what a task wrote to its console, one log line per call.
+pub fn console_task_output(task: &str, bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    let text = core::str::from_utf8(bytes).unwrap_or("<output that is not UTF-8>");
+    log::info!("[{task}] {}", text.trim_end_matches('\n'));
 }
 
 /// The kernel command line from the device tree QEMU passed in a1 (empty if none).

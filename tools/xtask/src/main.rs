@@ -5,6 +5,8 @@
 //! never unify into a host or user-mode build. xtask only orchestrates: it must never
 //! hold logic that a test or the kernel needs.
 
+mod app;
+
 use amber_qemu::{ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -16,14 +18,18 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  build                 build the kernel for riscv32imc (release)
+  build [APP]           build the kernel for riscv32imc (release), with the tasks of
+                        user/apps/APP.toml when APP is given
   run [options]         build, then boot Amber in QEMU with the console on this terminal
                         (quit QEMU with Ctrl-A X)
+      --app NAME        the app to boot (user/apps/NAME.toml; default: demo)
       --nvm PATH        NVM image file (default target/amber/nvm.img; created blank if missing)
       --nvm-size BYTES  size of a newly created image (default 4194304)
       --format          erase the NVM and format it anew, whatever it holds
       --icount          count instructions (-icount shift=0,sleep=off): repeatable timing
       --bootargs ARGS   extra kernel options, e.g. \"amber.log=debug\"
+  bench                 print the benchmarks: syscall and IPC cost in instructions (QEMU,
+                        -icount) and the vNV-Heap figures (CSV and SVG in target/vnv-bench)
   test                  run every check: rustfmt, clippy (host and device), host unit
                         tests, and the QEMU integration tests in tests/
 ";
@@ -31,9 +37,14 @@ commands:
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("build") => build_kernel().map(|k| println!("{}", k.display())),
+        Some("build") => match args.get(1) {
+            Some(app) => build_app(app),
+            None => build_kernel(None),
+        }
+        .map(|k| println!("{}", k.display())),
         Some("run") => run(&args[1..]),
         Some("test") => test(),
+        Some("bench") => bench(),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())
@@ -104,25 +115,105 @@ fn ensure_target() -> Result<(), String> {
     )
 }
 
-/// Builds the kernel ELF and returns its path.
-fn build_kernel() -> Result<PathBuf, String> {
+/// Builds the kernel ELF, carrying the app generated at `app_rs` if any. Returns its
+/// path: cargo's output for an app (which `build_app` copies out), and
+/// `target/amber/amber-kernel.elf` for the bare kernel.
+fn build_kernel(app_rs: Option<&Path>) -> Result<PathBuf, String> {
     ensure_target()?;
-    step(
-        "building the kernel for riscv32imc",
-        cargo().args([
-            "build",
-            "--release",
-            "-p",
-            KERNEL_PACKAGE,
-            "--target",
-            TARGET,
-        ]),
-    )?;
-    Ok(root()
-        .join("target")
-        .join(TARGET)
-        .join("release")
-        .join(KERNEL_PACKAGE))
+    let mut cmd = cargo();
+    cmd.args([
+        "build",
+        "--release",
+        "-p",
+        KERNEL_PACKAGE,
+        "--target",
+        TARGET,
+    ]);
+    match app_rs {
+        Some(p) => cmd.env("AMBER_APP", p),
+        None => cmd.env_remove("AMBER_APP"),
+    };
+    step("building the kernel for riscv32imc", &mut cmd)?;
+    let built = release_dir().join(KERNEL_PACKAGE);
+    if app_rs.is_some() {
+        return Ok(built);
+    }
+    // Copied out, so that building an app (same cargo output path) cannot replace it.
+    let bare = root().join("target/amber/amber-kernel.elf");
+    std::fs::create_dir_all(root().join("target/amber"))
+        .and_then(|()| std::fs::copy(&built, &bare))
+        .map_err(|e| format!("cannot copy the kernel to {}: {e}", bare.display()))?;
+    Ok(bare)
+}
+
+fn release_dir() -> PathBuf {
+    root().join("target").join(TARGET).join("release")
+}
+
+/// The app descriptions in user/apps.
+fn app_names() -> Result<Vec<String>, String> {
+    let dir = root().join("user/apps");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.strip_suffix(".toml").map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Builds every task of `user/apps/NAME.toml` at its place, then the kernel carrying
+/// them; returns `target/amber/apps/NAME.elf`.
+fn build_app(name: &str) -> Result<PathBuf, String> {
+    ensure_target()?;
+    let desc = root().join("user/apps").join(format!("{name}.toml"));
+    let app = app::load(&desc)?;
+    let placed = app::place(&app)?;
+    let out = root().join("target/amber/apps").join(name);
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let runtime = root().join("user/runtime");
+    let mut built = Vec::new();
+    for p in placed {
+        let dir = out.join(&p.task.name);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::write(dir.join("memory.x"), app::memory_x(&p))
+            .map_err(|e| format!("cannot write memory.x: {e}"))?;
+        step(
+            &format!("building task `{}` ({})", p.task.name, p.task.krate),
+            cargo()
+                .args([
+                    "rustc",
+                    "--release",
+                    "-p",
+                    &p.task.krate,
+                    "--target",
+                    TARGET,
+                    "--",
+                ])
+                .args([
+                    format!("-Clink-arg=-L{}", dir.display()),
+                    format!("-Clink-arg=-L{}", runtime.display()),
+                    "-Clink-arg=-Ttask.x".to_owned(),
+                ]),
+        )?;
+        let elf = dir.join(format!("{}.elf", p.task.name));
+        std::fs::copy(release_dir().join(&p.task.krate), &elf)
+            .map_err(|e| format!("cannot copy the ELF of task `{}`: {e}", p.task.name))?;
+        let (segments, entry) = app::extract(&elf, &p, &dir)?;
+        built.push((p, segments, entry));
+    }
+    let app_rs = out.join("app.rs");
+    std::fs::write(&app_rs, app::generate(&app, &built))
+        .map_err(|e| format!("cannot write {}: {e}", app_rs.display()))?;
+    let kernel = build_kernel(Some(&app_rs))?;
+    let image = root().join("target/amber/apps").join(format!("{name}.elf"));
+    std::fs::copy(&kernel, &image).map_err(|e| format!("cannot copy the kernel image: {e}"))?;
+    Ok(image)
 }
 
 fn run(args: &[String]) -> Result<(), String> {
@@ -130,6 +221,7 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut size = DEFAULT_NVM_SIZE;
     let mut bootargs = Vec::new();
     let mut icount = false;
+    let mut app = "demo".to_owned();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
@@ -139,6 +231,7 @@ fn run(args: &[String]) -> Result<(), String> {
         };
         match a.as_str() {
             "--nvm" => nvm = PathBuf::from(value("--nvm")?),
+            "--app" => app = value("--app")?,
             "--nvm-size" => {
                 let v = value("--nvm-size")?;
                 size = v
@@ -152,7 +245,7 @@ fn run(args: &[String]) -> Result<(), String> {
         }
     }
     find_qemu().map_err(|e| e.to_string())?;
-    let kernel = build_kernel()?;
+    let kernel = build_app(&app)?;
     if ensure_nvm_image(&nvm, size).map_err(|e| format!("cannot create {}: {e}", nvm.display()))? {
         eprintln!(
             "xtask: created a blank NVM image {} of {size} bytes",
@@ -213,11 +306,66 @@ fn test() -> Result<(), String> {
             "warnings",
         ]),
     )?;
-    let kernel = build_kernel()?;
+    let kernel = build_kernel(None)?;
+    for name in app_names()? {
+        build_app(&name)?;
+    }
     step(
         "running host unit tests and QEMU integration tests",
         cargo()
             .args(["test", "--workspace"])
-            .env("AMBER_KERNEL", &kernel),
+            .env("AMBER_KERNEL", &kernel)
+            .env("AMBER_APPS", root().join("target/amber/apps")),
+    )
+}
+
+/// Runs the benchmarks and prints their figures. They measure; they never pass or fail
+/// on a number (except vnv-bench, which says plainly when a stated target is not met).
+fn bench() -> Result<(), String> {
+    find_qemu().map_err(|e| e.to_string())?;
+    let kernel = build_app("bench")?;
+    let dir = root().join("target/amber/bench");
+    let nvm = dir.join("nvm.img");
+    let _ = std::fs::remove_file(&nvm);
+    ensure_nvm_image(&nvm, DEFAULT_NVM_SIZE)
+        .map_err(|e| format!("cannot create {}: {e}", nvm.display()))?;
+    let mut machine = Machine::new(kernel).nvm(&nvm, DEFAULT_NVM_SIZE);
+    machine.icount = true;
+    eprintln!("xtask: running the bench app under -icount shift=0,sleep=off");
+    let mut child = machine
+        .command()
+        .map_err(|e| e.to_string())?
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start QEMU: {e}"))?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut figures = 0;
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+        let Ok(line) = line else { break };
+        if line.contains("[bench] bench:") {
+            println!("{}", line.trim_end());
+            figures += 1;
+        }
+        if figures == 2 || line.contains("KERNEL PANIC") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    if figures < 2 {
+        return Err("the bench app did not print its figures".into());
+    }
+    step(
+        "running the vNV-Heap benchmarks (tools/vnv-bench)",
+        cargo().args([
+            "run",
+            "--release",
+            "-p",
+            "vnv-bench",
+            "--",
+            "--out",
+            "target/vnv-bench",
+        ]),
     )
 }

@@ -1,0 +1,219 @@
+//! PMP layout: turns the regions a task may touch into the values of the 16 `pmpaddr`
+//! and 4 `pmpcfg` registers (RV32), in top-of-range (TOR) mode.
+//!
+//! Portable and host-tested; `arch/riscv32` only writes the computed values to CSRs.
+//! A [`TorRegion`] is validated when it is made (4-byte aligned, non-empty, no wrap,
+//! no write without read), so an invalid region cannot reach the hardware. Each region
+//! takes two entries (bottom, then top with the permissions), so at most eight regions
+//! fit. No entry is ever locked: M-mode keeps full access, and U-mode reaches only
+//! what these entries allow.
+
+use core::fmt;
+
+/// Number of PMP entries on the ESP32-C3 and on QEMU `virt`.
+pub const PMP_ENTRIES: usize = 16;
+/// Regions that fit, at two entries each.
+pub const MAX_REGIONS: usize = PMP_ENTRIES / 2;
+
+const CFG_R: u8 = 1 << 0;
+const CFG_W: u8 = 1 << 1;
+const CFG_X: u8 = 1 << 2;
+const CFG_TOR: u8 = 1 << 3;
+
+/// Why a region cannot be expressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PmpError {
+    /// Base or length is not a multiple of 4 bytes (the PMP granule).
+    Misaligned { base: u32, len: u32 },
+    /// The region is empty or runs past 4 GiB.
+    BadSize { base: u32, len: u32 },
+    /// Write without read is a reserved PMP encoding.
+    WriteWithoutRead,
+    /// More regions than PMP entries can hold.
+    TooManyRegions { wanted: usize },
+}
+
+impl fmt::Display for PmpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            PmpError::Misaligned { base, len } => {
+                write!(f, "region {base:#x}+{len:#x} is not 4-byte aligned")
+            }
+            PmpError::BadSize { base, len } => {
+                write!(f, "region {base:#x}+{len:#x} is empty or wraps around")
+            }
+            PmpError::WriteWithoutRead => {
+                f.write_str("a region may not be writable but unreadable")
+            }
+            PmpError::TooManyRegions { wanted } => write!(
+                f,
+                "{wanted} regions do not fit the {MAX_REGIONS} that {PMP_ENTRIES} PMP entries hold"
+            ),
+        }
+    }
+}
+
+/// A validated top-of-range region: `[base, end)` with its permissions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TorRegion {
+    base: u32,
+    end: u32,
+    perm: u8,
+}
+
+impl TorRegion {
+    /// A region of `len` bytes at `base`, readable/writable/executable as given.
+    pub fn new(base: u32, len: u32, read: bool, write: bool, exec: bool) -> Result<Self, PmpError> {
+        if !base.is_multiple_of(4) || !len.is_multiple_of(4) {
+            return Err(PmpError::Misaligned { base, len });
+        }
+        let end = match base.checked_add(len) {
+            Some(end) if len > 0 => end,
+            // A region ending exactly at 4 GiB cannot be named by a 32-bit TOR top.
+            _ => return Err(PmpError::BadSize { base, len }),
+        };
+        if write && !read {
+            return Err(PmpError::WriteWithoutRead);
+        }
+        let perm = (read as u8 * CFG_R) | (write as u8 * CFG_W) | (exec as u8 * CFG_X);
+        Ok(TorRegion { base, end, perm })
+    }
+
+    pub fn base(&self) -> u32 {
+        self.base
+    }
+
+    pub fn end(&self) -> u32 {
+        self.end
+    }
+}
+
+/// The register values for one PMP configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PmpImage {
+    /// `pmpaddr0..15`: addresses shifted right by 2.
+    pub addr: [u32; PMP_ENTRIES],
+    /// `pmpcfg0..3`: four 8-bit entry configurations each, entry 0 in the low byte.
+    pub cfg: [u32; PMP_ENTRIES / 4],
+}
+
+impl PmpImage {
+    /// No region: U-mode can access nothing.
+    pub const EMPTY: PmpImage = PmpImage {
+        addr: [0; PMP_ENTRIES],
+        cfg: [0; PMP_ENTRIES / 4],
+    };
+
+    /// Lays out `regions`: region k uses entry 2k (its base, turned off) and entry 2k+1
+    /// (its top, TOR with the permissions). Unused entries stay off.
+    pub fn layout(regions: &[TorRegion]) -> Result<PmpImage, PmpError> {
+        if regions.len() > MAX_REGIONS {
+            return Err(PmpError::TooManyRegions {
+                wanted: regions.len(),
+            });
+        }
+        let mut img = PmpImage::EMPTY;
+        for (k, r) in regions.iter().enumerate() {
+            img.addr[2 * k] = r.base >> 2;
+            img.addr[2 * k + 1] = r.end >> 2;
+            let top = 2 * k + 1;
+            img.cfg[top / 4] |= ((CFG_TOR | r.perm) as u32) << (8 * (top % 4));
+        }
+        Ok(img)
+    }
+
+    /// Whether U-mode may perform an access of `len` bytes at `addr` with the given
+    /// permission bits, by the PMP rules (lowest matching entry decides; no match
+    /// denies). Used by tests to check a layout means what it should.
+    pub fn allows(&self, addr: u32, len: u32, want: u8) -> bool {
+        let end = addr as u64 + len as u64;
+        for i in 0..PMP_ENTRIES {
+            let cfg = (self.cfg[i / 4] >> (8 * (i % 4))) as u8;
+            if cfg & 0b1_1000 != CFG_TOR {
+                continue;
+            }
+            let lo = if i == 0 {
+                0
+            } else {
+                (self.addr[i - 1] as u64) << 2
+            };
+            let hi = (self.addr[i] as u64) << 2;
+            if (addr as u64) < hi && end > lo {
+                // Matching requires the whole access inside the entry.
+                return addr as u64 >= lo && end <= hi && cfg & want == want;
+            }
+        }
+        false
+    }
+}
+
+/// Permission bits for [`PmpImage::allows`].
+pub mod want {
+    pub const READ: u8 = super::CFG_R;
+    pub const WRITE: u8 = super::CFG_W;
+    pub const EXEC: u8 = super::CFG_X;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_regions_cannot_be_made() {
+        assert!(matches!(
+            TorRegion::new(2, 8, true, false, false),
+            Err(PmpError::Misaligned { .. })
+        ));
+        assert!(matches!(
+            TorRegion::new(0, 0, true, false, false),
+            Err(PmpError::BadSize { .. })
+        ));
+        assert!(matches!(
+            TorRegion::new(0xFFFF_FFF0, 0x10, true, false, false),
+            Err(PmpError::BadSize { .. })
+        ));
+        assert_eq!(
+            TorRegion::new(0, 4, false, true, false),
+            Err(PmpError::WriteWithoutRead)
+        );
+    }
+
+    #[test]
+    fn a_layout_allows_exactly_its_regions_with_their_permissions() {
+        let code = TorRegion::new(0x8100_0000, 0x1000, true, false, true).unwrap();
+        let data = TorRegion::new(0x8180_0000, 0x800, true, true, false).unwrap();
+        let img = PmpImage::layout(&[code, data]).unwrap();
+        assert!(img.allows(0x8100_0000, 4, want::EXEC | want::READ));
+        assert!(
+            !img.allows(0x8100_0000, 4, want::WRITE),
+            "code must not be writable"
+        );
+        assert!(img.allows(0x8180_07FC, 4, want::WRITE));
+        assert!(
+            !img.allows(0x8180_07FE, 4, want::READ),
+            "an access straddling the end is denied"
+        );
+        assert!(
+            !img.allows(0x8000_0000, 4, want::READ),
+            "kernel memory is never reachable"
+        );
+        assert!(
+            !img.allows(0x1000_0000, 1, want::READ),
+            "devices not granted are unreachable"
+        );
+    }
+
+    #[test]
+    fn more_than_eight_regions_are_refused() {
+        let r = TorRegion::new(0, 4, true, false, false).unwrap();
+        assert_eq!(
+            PmpImage::layout(&[r; 9]),
+            Err(PmpError::TooManyRegions { wanted: 9 })
+        );
+    }
+
+    #[test]
+    fn the_empty_layout_allows_nothing() {
+        assert!(!PmpImage::EMPTY.allows(0, 4, want::READ));
+    }
+}

@@ -1,0 +1,88 @@
+//! User task tests: the programs of user/apps run in U-mode under PMP, talk over IPC,
+//! get stopped when they touch what is not theirs, survive a syscall fuzzer, and drive
+//! a device from user space through an IrqNotification.
+
+use amber_tests::{app_machine, number_after, Qemu};
+use std::time::Duration;
+
+const SLOW: Duration = Duration::from_secs(90);
+
+#[test]
+fn hello_prints_from_user_mode_and_exits() {
+    let mut q = Qemu::boot(&app_machine("hello"));
+    q.expect("[hello] Hello from U-mode!");
+    q.expect("hello exited with code 0");
+    q.kill();
+}
+
+#[test]
+fn pingpong_passes_a_counter_ten_thousand_times() {
+    let mut q = Qemu::boot(&app_machine("pingpong"));
+    let line = q.expect_within("pingpong: final count", SLOW);
+    assert_eq!(
+        number_after(&line, "final count "),
+        Some(10_000),
+        "every round trip must add exactly one: {line}"
+    );
+    q.expect("ping exited with code 0");
+    q.kill();
+}
+
+#[test]
+fn faulter_is_stopped_at_every_forbidden_access_while_the_heartbeat_goes_on() {
+    let mut q = Qemu::boot(&app_machine("faulter"));
+    let expected = [
+        ("load access fault", "at 0x80000000"),
+        ("store access fault", "at 0x81800000"),
+        ("load access fault", "at 0x10000000"),
+        ("illegal instruction", "at 0x"),
+    ];
+    for (cause, addr) in expected {
+        let line = q.expect("task faulter: ");
+        assert!(
+            line.contains(cause) && line.contains(addr),
+            "expected a {cause} at {addr}, got: {line}"
+        );
+        assert!(
+            line.contains("restart"),
+            "the faulter's policy is restart: {line}"
+        );
+    }
+    q.expect("faulter: done, all 4 forbidden accesses were stopped");
+    // The heartbeat keeps beating after the faults: two more beats arrive.
+    let beat = q.expect("[heartbeat] heartbeat");
+    let n = number_after(&beat, "] heartbeat ").expect("a heartbeat number");
+    q.expect(&format!("[heartbeat] heartbeat {}", n + 2));
+    assert!(
+        !q.transcript().contains("faulter: ERROR"),
+        "a forbidden access went through:\n{}",
+        q.transcript()
+    );
+    q.kill();
+}
+
+#[test]
+fn sysfuzz_makes_100000_random_syscalls_and_the_kernel_still_works() {
+    let mut q = Qemu::boot(&app_machine("sysfuzz"));
+    q.expect("sysfuzz: seed");
+    let done = q.expect_within("calls returned", SLOW);
+    let ok = number_after(&done, "returned: ").unwrap();
+    let refused = number_after(&done, "succeeded, ").unwrap();
+    let skipped = number_after(&done, "refused, ").unwrap();
+    assert_eq!(ok + refused + skipped, 100_000, "{done}");
+    assert!(refused > ok, "most random calls must be refused: {done}");
+    q.expect("checker answered 41 -> 42: the kernel still works");
+    q.expect("sysfuzz exited with code 0");
+    assert!(!q.transcript().contains("KERNEL PANIC"));
+    q.kill();
+}
+
+#[test]
+fn a_user_space_driver_gets_its_interrupts_through_an_irq_notification() {
+    let mut q = Qemu::boot(&app_machine("driver"));
+    for n in 1..=5 {
+        q.expect(&format!("rtcdrv: alarm {n} fired"));
+    }
+    q.expect("rtcdrv: 5 alarms received through the IrqNotification");
+    q.kill();
+}

@@ -1,0 +1,183 @@
+//! Syscall wrappers: one safe function per syscall of `amber_abi`, plus the raw
+//! `ecall` they share. Each returns the kernel's error code as an [`Error`]. The raw
+//! [`syscall`] is public for tests that must send arbitrary numbers (sysfuzz); it
+//! cannot harm the kernel, which checks every argument.
+
+use amber_abi::{Error, IpcDesc, ObjKind, Rights, Sysno, NO_SLOT};
+
+/// The six result registers a0..a5 of an `ecall`.
+pub type Regs = [u32; 6];
+
+/// Issues `ecall` with `a7 = nr` and `a0..a5 = args`; returns `a0..a5`.
+#[cfg(target_arch = "riscv32")]
+pub fn syscall(nr: u32, args: Regs) -> Regs {
+    let mut r = args;
+    // SAFETY: `ecall` traps to the kernel, which reads a0..a5 and a7, writes a0..a5 and
+    // resumes after the instruction. It touches only memory the arguments name, and
+    // only after checking the task may access it.
+    unsafe {
+        core::arch::asm!(
+            "ecall",
+            inlateout("a0") r[0],
+            inlateout("a1") r[1],
+            inlateout("a2") r[2],
+            inlateout("a3") r[3],
+            inlateout("a4") r[4],
+            inlateout("a5") r[5],
+            in("a7") nr,
+            options(nostack),
+        );
+    }
+    r
+}
+
+/// On the host there is no kernel to call: the runtime builds there only so that the
+/// workspace builds, and any call says so.
+#[cfg(not(target_arch = "riscv32"))]
+pub fn syscall(nr: u32, _args: Regs) -> Regs {
+    panic!("Amber syscall {nr} called on the host: tasks run only on the device")
+}
+
+fn call(nr: Sysno, args: Regs) -> Result<Regs, Error> {
+    let r = syscall(nr as u32, args);
+    Error::check(r[0]).map(|()| r)
+}
+
+fn ptr<T>(p: *const T) -> u32 {
+    p as usize as u32
+}
+
+/// Does nothing in the kernel (for measuring syscall cost).
+pub fn null() {
+    let _ = call(Sysno::Null, [0; 6]);
+}
+
+/// Gives the CPU to the next ready task of the same priority.
+pub fn yield_now() {
+    let _ = call(Sysno::Yield, [0; 6]);
+}
+
+/// Ends the task with `code`.
+pub fn exit(code: u32) -> ! {
+    let _ = call(Sysno::Exit, [code, 0, 0, 0, 0, 0]);
+    // The kernel never returns from Exit; if it did, stay here rather than run on.
+    loop {
+        core::hint::spin_loop();
+    }
+}
+
+/// Writes bytes to the kernel console (at most `MAX_DEBUG_WRITE` per call).
+pub fn debug_write(bytes: &[u8]) -> Result<(), Error> {
+    call(
+        Sysno::DebugWrite,
+        [ptr(bytes.as_ptr()), bytes.len() as u32, 0, 0, 0, 0],
+    )
+    .map(drop)
+}
+
+fn desc_arg(desc: Option<&mut IpcDesc>) -> u32 {
+    desc.map_or(0, |d| ptr(d as *const IpcDesc))
+}
+
+/// Sends four words on an endpoint; blocks until a receiver takes them.
+pub fn send(ep: u32, words: [u32; 4], desc: Option<&mut IpcDesc>) -> Result<(), Error> {
+    let [a, b, c, d] = words;
+    call(Sysno::Send, [ep, a, b, c, d, desc_arg(desc)]).map(drop)
+}
+
+/// Sends four words and waits for the reply's four words.
+pub fn call_ep(ep: u32, words: [u32; 4], desc: Option<&mut IpcDesc>) -> Result<[u32; 4], Error> {
+    let [a, b, c, d] = words;
+    call(Sysno::Call, [ep, a, b, c, d, desc_arg(desc)]).map(|r| [r[1], r[2], r[3], r[4]])
+}
+
+/// Waits for a message: its four words and the sender's badge.
+pub fn recv(ep: u32, desc: Option<&mut IpcDesc>) -> Result<([u32; 4], u32), Error> {
+    call(Sysno::Recv, [ep, 0, 0, 0, 0, desc_arg(desc)]).map(|r| ([r[1], r[2], r[3], r[4]], r[5]))
+}
+
+/// Replies to the caller of the last message received.
+pub fn reply(words: [u32; 4], desc: Option<&mut IpcDesc>) -> Result<(), Error> {
+    let [a, b, c, d] = words;
+    call(Sysno::Reply, [0, a, b, c, d, desc_arg(desc)]).map(drop)
+}
+
+/// Sets notification bits.
+pub fn signal(notification: u32, bits: u32) -> Result<(), Error> {
+    call(Sysno::Signal, [notification, bits, 0, 0, 0, 0]).map(drop)
+}
+
+/// Waits until some notification bits are set; returns and clears them.
+pub fn wait(notification: u32) -> Result<u32, Error> {
+    call(Sysno::Wait, [notification, 0, 0, 0, 0, 0]).map(|r| r[1])
+}
+
+/// Returns and clears the notification bits, without waiting.
+pub fn poll(notification: u32) -> Result<u32, Error> {
+    call(Sysno::Poll, [notification, 0, 0, 0, 0, 0]).map(|r| r[1])
+}
+
+/// Waits for the interrupt of an IrqNotification.
+pub fn irq_wait(irq: u32) -> Result<(), Error> {
+    call(Sysno::IrqWait, [irq, 0, 0, 0, 0, 0]).map(drop)
+}
+
+/// Acknowledges the delivered interrupt so it can fire again.
+pub fn irq_ack(irq: u32) -> Result<(), Error> {
+    call(Sysno::IrqAck, [irq, 0, 0, 0, 0, 0]).map(drop)
+}
+
+/// Arms `timer` to set `bits` on `notification` at tick `deadline` (bits 0 disarms).
+pub fn timer_set(timer: u32, notification: u32, bits: u32, deadline: u64) -> Result<(), Error> {
+    let args = [
+        timer,
+        notification,
+        bits,
+        deadline as u32,
+        (deadline >> 32) as u32,
+        0,
+    ];
+    call(Sysno::TimerSet, args).map(drop)
+}
+
+/// Copies the capability in `src` into the empty slot `dst`, with at most `rights`,
+/// and a badge (0 keeps the source's).
+pub fn cap_derive(src: u32, dst: u32, rights: Rights, badge: u32) -> Result<(), Error> {
+    call(Sysno::CapDerive, [src, dst, rights.bits(), badge, 0, 0]).map(drop)
+}
+
+/// Empties a slot.
+pub fn cap_delete(slot: u32) -> Result<(), Error> {
+    call(Sysno::CapDelete, [slot, 0, 0, 0, 0, 0]).map(drop)
+}
+
+/// Deletes every capability derived from the one in `slot`, in every task.
+pub fn cap_revoke(slot: u32) -> Result<(), Error> {
+    call(Sysno::CapRevoke, [slot, 0, 0, 0, 0, 0]).map(drop)
+}
+
+/// The kind, rights and badge of the capability in `slot`.
+pub fn cap_info(slot: u32) -> Result<(Option<ObjKind>, Rights, u32), Error> {
+    call(Sysno::CapInfo, [slot, 0, 0, 0, 0, 0]).map(|r| {
+        (
+            ObjKind::from_u32(r[1]),
+            Rights::from_bits_truncate(r[2]),
+            r[3],
+        )
+    })
+}
+
+/// Deletes the object the capability in `slot` names (revoking every capability to it).
+pub fn obj_delete(slot: u32) -> Result<(), Error> {
+    call(Sysno::ObjDelete, [slot, 0, 0, 0, 0, 0]).map(drop)
+}
+
+/// (thread id, state, exit code) of the task in `slot`, or of the caller.
+pub fn task_info(slot: Option<u32>) -> Result<(u32, u32, u32), Error> {
+    call(Sysno::TaskInfo, [slot.unwrap_or(NO_SLOT), 0, 0, 0, 0, 0]).map(|r| (r[1], r[2], r[3]))
+}
+
+/// Timer ticks since boot.
+pub fn now() -> u64 {
+    call(Sysno::Now, [0; 6]).map_or(0, |r| r[1] as u64 | (r[2] as u64) << 32)
+}

@@ -1,0 +1,52 @@
+//! bench: measures the cost of a null syscall and of an IPC round trip (Call to an
+//! echo server and its Reply), in retired instructions counted by `minstret` (the whole
+//! hart: user and kernel). Run under `-icount shift=0,sleep=off` the figures repeat
+//! exactly. It prints figures; it never judges them.
+
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+use amber_user::{call_ep, null, println};
+
+amber_user::main!(main);
+
+const N: u32 = 1000;
+const ECHO: u32 = 0;
+
+#[cfg(target_arch = "riscv32")]
+fn instret() -> u32 {
+    let v: u32;
+    // SAFETY: reading `instret` has no side effect; the kernel enables it for U-mode
+    // in `mcounteren`.
+    unsafe { core::arch::asm!("rdinstret {}", out(reg) v) };
+    v
+}
+
+/// The host build of a task only has to compile.
+#[cfg(not(target_arch = "riscv32"))]
+fn instret() -> u32 {
+    0
+}
+
+/// Instructions per iteration of `f`, minus the loop's own cost.
+fn per_op(f: impl Fn()) -> u32 {
+    let t0 = instret();
+    for _ in 0..N {
+        core::hint::black_box(());
+    }
+    let empty = instret().wrapping_sub(t0);
+    let t0 = instret();
+    for _ in 0..N {
+        f();
+    }
+    let total = instret().wrapping_sub(t0);
+    total.saturating_sub(empty) / N
+}
+
+fn main() {
+    let null_cost = per_op(null);
+    let ipc_cost = per_op(|| {
+        let _ = call_ep(ECHO, [1, 2, 3, 4], None);
+    });
+    println!("bench: null syscall {null_cost} instructions (mean of {N})");
+    println!("bench: IPC round trip {ipc_cost} instructions (Call + Recv + Reply, mean of {N})");
+}
