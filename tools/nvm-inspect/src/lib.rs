@@ -1,6 +1,8 @@
 //! Reads an Amber NVM image and checks every invariant of its format, without
-//! changing it. The report lists what was found; `problems` lists each invariant that
-//! fails, in words. This library must never write to the image: it inspects a copy.
+//! changing it: the superblock, the boot record, and the checkpoint area in the kernel
+//! area (decoded by `amber_ckpt::inspect`). The report lists what was found;
+//! `problems` lists each invariant that fails, in words. This library must never write
+//! to the image: it inspects a copy.
 
 use amber_format::{boot_record_slots, Superblock, SuperblockError, SUPERBLOCK_LEN};
 use amber_nvm::sim::VecNvm;
@@ -16,6 +18,8 @@ pub struct Report {
     pub problems: Vec<String>,
     /// The newest valid boot record (seq, boots, stress), if any.
     pub newest_boot: Option<(u64, u64, u64)>,
+    /// The committed checkpoint version, when the checkpoint area holds one.
+    pub committed: Option<u64>,
 }
 
 impl Report {
@@ -36,6 +40,7 @@ pub fn inspect(image: &[u8]) -> Report {
                 text,
                 problems,
                 newest_boot: None,
+                committed: None,
             };
         }
     };
@@ -46,6 +51,7 @@ pub fn inspect(image: &[u8]) -> Report {
             text,
             problems,
             newest_boot: None,
+            committed: None,
         };
     }
     let mut nvm = VecNvm::from_image(image.to_vec());
@@ -65,6 +71,7 @@ pub fn inspect(image: &[u8]) -> Report {
                 text,
                 problems,
                 newest_boot: None,
+                committed: None,
             };
         }
         Err(e) => {
@@ -73,6 +80,7 @@ pub fn inspect(image: &[u8]) -> Report {
                 text,
                 problems,
                 newest_boot: None,
+                committed: None,
             };
         }
     };
@@ -132,10 +140,16 @@ pub fn inspect(image: &[u8]) -> Report {
         }
         None => problems.push("neither boot record slot passes its checksum".into()),
     }
+    let ckpt = amber_ckpt::inspect(&mut nvm, sb.kernel_area);
+    for l in &ckpt.lines {
+        let _ = writeln!(text, "{l}");
+    }
+    problems.extend(ckpt.violations.iter().map(|v| format!("checkpoint: {v}")));
     Report {
         text,
         problems,
         newest_boot: newest,
+        committed: ckpt.committed.map(|v| v.0),
     }
 }
 
@@ -170,6 +184,79 @@ mod tests {
         let report = inspect(&image);
         assert!(
             report.problems[0].contains("checksum"),
+            "{:?}",
+            report.problems
+        );
+    }
+
+    /// An image whose checkpoint area holds versions 1 and 2 of two items.
+    fn checkpointed_image() -> (Vec<u8>, amber_ckpt::Manager) {
+        use amber_ckpt::{ItemId, Manager, Source};
+        struct Two(u8);
+        impl Source for Two {
+            fn items(&self, f: &mut dyn FnMut(ItemId, u8, bool)) {
+                f(ItemId(0), 1, true);
+                f(ItemId(7), 2, self.0 == 1);
+            }
+            fn bytes<'a>(&'a self, id: ItemId, s: &'a mut [u8]) -> &'a [u8] {
+                let n = 10 + id.0 as usize;
+                s[..n].fill(self.0);
+                &s[..n]
+            }
+        }
+        let mut nvm = VecNvm::from_image(booted_image(1));
+        let (h, _) = open(&mut nvm, FormatPolicy::IfBlank).unwrap();
+        let area = h.superblock.kernel_area;
+        let mut m = Manager::format(&mut nvm, area).unwrap();
+        m.checkpoint(&mut nvm, &Two(1), [1; 16]).unwrap();
+        m.checkpoint(&mut nvm, &Two(2), [2; 16]).unwrap();
+        (nvm.into_image(), m)
+    }
+
+    #[test]
+    fn an_image_without_a_checkpoint_is_consistent_and_says_so() {
+        let report = inspect(&booted_image(1));
+        assert!(report.is_consistent(), "{:?}", report.problems);
+        assert!(report.text.contains("no checkpoint yet"), "{}", report.text);
+        assert_eq!(report.committed, None);
+    }
+
+    #[test]
+    fn a_checkpointed_image_shows_its_version_items_and_allocator() {
+        let (image, _) = checkpointed_image();
+        let report = inspect(&image);
+        assert!(report.is_consistent(), "{:?}", report.problems);
+        println!("{}", report.text);
+        assert_eq!(report.committed, Some(2));
+        for want in [
+            "committed version: 2",
+            "item 0: live",
+            "item 7: live",
+            "allocator:",
+        ] {
+            assert!(
+                report.text.contains(want),
+                "missing {want:?} in\n{}",
+                report.text
+            );
+        }
+    }
+
+    #[test]
+    fn a_corrupt_committed_copy_is_an_inconsistency() {
+        let (mut image, _) = checkpointed_image();
+        // Item 0 was written at v2 into slot 0 (v1 went to slot 1). Its descriptor
+        // lies at kernel area + 0x80.
+        let sb = amber_format::Superblock::for_device(image.len() as u32).unwrap();
+        let at = (sb.kernel_area.offset + 0x80 + 12) as usize;
+        image[at] ^= 1;
+        let report = inspect(&image);
+        assert!(!report.is_consistent());
+        assert!(
+            report
+                .problems
+                .iter()
+                .any(|p| p.contains("checkpoint: item 0")),
             "{:?}",
             report.problems
         );

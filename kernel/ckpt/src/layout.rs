@@ -1,0 +1,342 @@
+//! The checkpoint area's layout on NVM and the commit record's payload, byte by byte.
+//!
+//! Checkpoint format version [`CKPT_FORMAT`] (1). Offsets are relative to the start of
+//! the kernel area (`Superblock::kernel_area`); all integers are little-endian; all
+//! checksums are CRC-32/ISO-HDLC (`amber_format::crc32`).
+//!
+//! | offset  | size            | what                                                   |
+//! |---------|-----------------|--------------------------------------------------------|
+//! | 0x0000  | 2 x 60          | commit record: `DualRecord<48>` ([`CommitPayload`])    |
+//! | 0x0078  | 1               | format marker: 0xA5 while `Manager::format` runs, else 0 |
+//! | 0x0079  | 7               | reserved, zero                                         |
+//! | 0x0080  | 128 x 64        | ORoot table: ORoot i = item i, two 32-byte slot descriptors (`desc`) |
+//! | 0x2080  | rest, in blocks | extent space: [`BLOCK`]-byte blocks, buddy-allocated    |
+//!
+//! An ORoot (64 bytes at `0x80 + 64 * i`) is slot 0's descriptor followed by slot 1's.
+//! The item's identity is its index, repeated in each descriptor; its kind is kept per
+//! copy, in the descriptor. An extent is a power-of-two run of blocks aligned to its
+//! size (the buddy invariant), numbered from the start of the extent space.
+//!
+//! This file must never write to NVM: it only computes where things are and encodes
+//! or decodes the commit payload.
+
+use crate::error::CkptError;
+use crate::{NvmOffset, Version, MAX_ITEMS, META_LEN};
+use amber_format::{crc32, DualRecord, Region};
+
+/// The checkpoint area's format version.
+pub const CKPT_FORMAT: u16 = 1;
+/// Tag in every commit record: `"CK"`.
+pub const CKPT_TAG: [u8; 2] = *b"CK";
+/// Bytes of the commit record's payload.
+pub const COMMIT_PAYLOAD: usize = 48;
+/// The commit record's type.
+pub type CommitRecord = DualRecord<COMMIT_PAYLOAD>;
+/// Bytes of one commit record slot.
+pub const COMMIT_SLOT_LEN: usize = CommitRecord::SLOT_LEN;
+/// Where the format marker byte lies, relative to the area.
+pub const FORMAT_MARKER_OFFSET: u32 = 0x78;
+/// The format marker's value while a format is in progress (a one-byte store cannot tear).
+pub const FORMATTING: u8 = 0xA5;
+/// Where the ORoot table starts, relative to the area.
+pub const OROOT_OFFSET: u32 = 0x80;
+/// Bytes of one slot descriptor.
+pub const DESC_LEN: usize = 32;
+/// Bytes of one ORoot (two descriptors).
+pub const OROOT_LEN: usize = 2 * DESC_LEN;
+/// Bytes of the whole ORoot table.
+pub const OROOT_TABLE_LEN: usize = MAX_ITEMS * OROOT_LEN;
+/// Where the extent space starts, relative to the area.
+pub const EXTENT_OFFSET: u32 = OROOT_OFFSET + OROOT_TABLE_LEN as u32;
+/// Bytes of one allocation block.
+pub const BLOCK: u32 = 32;
+
+const _: () = assert!(2 * COMMIT_SLOT_LEN as u32 <= FORMAT_MARKER_OFFSET);
+const _: () = assert!(FORMAT_MARKER_OFFSET < OROOT_OFFSET);
+const _: () = assert!(EXTENT_OFFSET.is_multiple_of(BLOCK));
+const _: () = assert!(MAX_ITEMS <= 128, "the designated-slot bitmap is a u128");
+
+/// A block number inside the extent space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BlockNo(pub u32);
+
+/// A run of blocks holding one copy's data: `blocks` is 0 (empty data) or a power of
+/// two, and `first` is a multiple of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Extent {
+    pub first: BlockNo,
+    pub blocks: u32,
+}
+
+impl Extent {
+    /// No data.
+    pub const NONE: Extent = Extent {
+        first: BlockNo(0),
+        blocks: 0,
+    };
+
+    /// Capacity in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.blocks as u64 * BLOCK as u64
+    }
+}
+
+/// Blocks a copy of `len` bytes occupies: the buddy size class (0 for no data).
+pub fn blocks_for(len: usize) -> u64 {
+    if len == 0 {
+        0
+    } else {
+        (len as u64).div_ceil(BLOCK as u64).next_power_of_two()
+    }
+}
+
+/// Where everything lies for one concrete area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub area: Region,
+    /// Blocks in the extent space.
+    pub blocks: u32,
+}
+
+impl Layout {
+    /// Smallest area this format accepts: the table plus one block.
+    pub const MIN_LEN: u32 = EXTENT_OFFSET + BLOCK;
+
+    pub fn new(area: Region) -> Result<Layout, CkptError> {
+        if area.len < Self::MIN_LEN || area.end().is_none() {
+            return Err(CkptError::AreaTooSmall {
+                len: area.len,
+                need: Self::MIN_LEN,
+            });
+        }
+        Ok(Layout {
+            area,
+            blocks: (area.len - EXTENT_OFFSET) / BLOCK,
+        })
+    }
+
+    pub fn commit_record(&self) -> CommitRecord {
+        DualRecord {
+            base: self.area.offset,
+        }
+    }
+
+    /// Where commit slot `slot` starts.
+    pub fn commit_slot(&self, slot: u32) -> NvmOffset {
+        NvmOffset(self.area.offset + slot * COMMIT_SLOT_LEN as u32)
+    }
+
+    pub fn format_marker(&self) -> NvmOffset {
+        NvmOffset(self.area.offset + FORMAT_MARKER_OFFSET)
+    }
+
+    pub fn oroot_table(&self) -> NvmOffset {
+        NvmOffset(self.area.offset + OROOT_OFFSET)
+    }
+
+    /// Where the descriptor of `slot` of item `id` lies.
+    pub fn desc(&self, id: u16, slot: u8) -> NvmOffset {
+        NvmOffset(
+            self.area.offset
+                + OROOT_OFFSET
+                + id as u32 * OROOT_LEN as u32
+                + slot as u32 * DESC_LEN as u32,
+        )
+    }
+
+    /// Where block `b` lies.
+    pub fn block(&self, b: BlockNo) -> NvmOffset {
+        NvmOffset(self.area.offset + EXTENT_OFFSET + b.0 * BLOCK)
+    }
+
+    /// Whether `e` is a well-formed extent inside the extent space.
+    pub fn extent_ok(&self, e: Extent) -> bool {
+        if e.blocks == 0 {
+            return e.first.0 == 0;
+        }
+        e.blocks.is_power_of_two()
+            && e.first.0.is_multiple_of(e.blocks)
+            && (e.first.0 as u64 + e.blocks as u64) <= self.blocks as u64
+    }
+
+    /// The value that ties a commit record to this layout.
+    pub fn check(&self) -> u32 {
+        let mut b = [0u8; 24];
+        let fields = [
+            self.area.offset,
+            self.area.len,
+            MAX_ITEMS as u32,
+            BLOCK,
+            OROOT_OFFSET,
+            EXTENT_OFFSET,
+        ];
+        for (i, v) in fields.iter().enumerate() {
+            b[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        crc32(&b)
+    }
+}
+
+/// The commit record's payload.
+///
+/// | offset | size | field                                                          |
+/// |--------|------|----------------------------------------------------------------|
+/// | 0      | 8    | committed version G                                            |
+/// | 8      | 16   | kernel metadata of version G (opaque)                          |
+/// | 24     | 16   | designated-slot bitmap: bit i (byte i/8, bit i%8) = the slot of item i holding its copy at G |
+/// | 40     | 2    | tag `"CK"`                                                     |
+/// | 42     | 2    | checkpoint format version (1)                                  |
+/// | 44     | 4    | layout check: CRC-32 of area offset, area length, MAX_ITEMS, BLOCK, ORoot and extent offsets (u32 each) |
+///
+/// The `DualRecord` around it adds a sequence number and a CRC (see `amber_format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitPayload {
+    pub version: Version,
+    pub meta: [u8; META_LEN],
+    pub designated: u128,
+}
+
+impl CommitPayload {
+    pub fn encode(&self, layout: &Layout) -> [u8; COMMIT_PAYLOAD] {
+        let mut b = [0u8; COMMIT_PAYLOAD];
+        b[0..8].copy_from_slice(&self.version.0.to_le_bytes());
+        b[8..24].copy_from_slice(&self.meta);
+        b[24..40].copy_from_slice(&self.designated.to_le_bytes());
+        b[40..42].copy_from_slice(&CKPT_TAG);
+        b[42..44].copy_from_slice(&CKPT_FORMAT.to_le_bytes());
+        b[44..48].copy_from_slice(&layout.check().to_le_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8; COMMIT_PAYLOAD], layout: &Layout) -> Result<Self, CkptError> {
+        let format = u16::from_le_bytes([b[42], b[43]]);
+        let check = u32::from_le_bytes([b[44], b[45], b[46], b[47]]);
+        let layout_matches = check == layout.check();
+        if b[40..42] != CKPT_TAG || format != CKPT_FORMAT || !layout_matches {
+            return Err(CkptError::FormatMismatch {
+                found_format: if b[40..42] == CKPT_TAG { format } else { 0 },
+                layout_matches,
+            });
+        }
+        let mut v = [0u8; 8];
+        v.copy_from_slice(&b[0..8]);
+        let mut meta = [0u8; META_LEN];
+        meta.copy_from_slice(&b[8..24]);
+        let mut d = [0u8; 16];
+        d.copy_from_slice(&b[24..40]);
+        Ok(CommitPayload {
+            version: Version(u64::from_le_bytes(v)),
+            meta,
+            designated: u128::from_le_bytes(d),
+        })
+    }
+
+    /// The slot holding item `id`'s committed copy.
+    pub fn slot_of(&self, id: u16) -> u8 {
+        ((self.designated >> id) & 1) as u8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout() -> Layout {
+        Layout::new(Region {
+            offset: 0x1000,
+            len: 64 * 1024,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_table_of_offsets_is_what_the_code_computes() {
+        let l = layout();
+        assert_eq!(
+            COMMIT_SLOT_LEN, 60,
+            "commit slot = 8 seq + 48 payload + 4 crc"
+        );
+        assert_eq!(EXTENT_OFFSET, 0x2080);
+        assert_eq!(l.desc(0, 0), NvmOffset(0x1000 + 0x80));
+        assert_eq!(l.desc(1, 1), NvmOffset(0x1000 + 0x80 + 64 + 32));
+        assert_eq!(l.block(BlockNo(2)), NvmOffset(0x1000 + 0x2080 + 64));
+        assert_eq!(l.blocks, (64 * 1024 - 0x2080) / 32);
+    }
+
+    #[test]
+    fn a_commit_payload_decodes_to_what_was_encoded() {
+        let l = layout();
+        let p = CommitPayload {
+            version: Version(77),
+            meta: [9; META_LEN],
+            designated: 1 << 127 | 5,
+        };
+        assert_eq!(CommitPayload::decode(&p.encode(&l), &l), Ok(p));
+        assert_eq!(p.slot_of(127), 1);
+        assert_eq!(p.slot_of(1), 0);
+        assert_eq!(p.slot_of(2), 1);
+    }
+
+    #[test]
+    fn a_commit_record_of_another_format_or_layout_is_refused() {
+        let l = layout();
+        let p = CommitPayload {
+            version: Version(1),
+            meta: [0; META_LEN],
+            designated: 0,
+        };
+        let mut other_format = p.encode(&l);
+        other_format[42] = 2;
+        assert_eq!(
+            CommitPayload::decode(&other_format, &l),
+            Err(CkptError::FormatMismatch {
+                found_format: 2,
+                layout_matches: true
+            })
+        );
+        let moved = Layout::new(Region {
+            offset: 0x2000,
+            len: 64 * 1024,
+        })
+        .unwrap();
+        assert_eq!(
+            CommitPayload::decode(&p.encode(&l), &moved),
+            Err(CkptError::FormatMismatch {
+                found_format: 1,
+                layout_matches: false
+            }),
+            "a record written for another area must not be trusted"
+        );
+    }
+
+    #[test]
+    fn extents_must_be_aligned_powers_of_two_inside_the_space() {
+        let l = layout();
+        let ok = |first, blocks| {
+            l.extent_ok(Extent {
+                first: BlockNo(first),
+                blocks,
+            })
+        };
+        assert!(ok(0, 0) && ok(4, 4) && ok(0, 1));
+        assert!(!ok(2, 4), "misaligned");
+        assert!(!ok(0, 3), "not a power of two");
+        assert!(!ok(l.blocks, 1), "past the end");
+        assert!(!ok(5, 0), "an empty extent has no position");
+        assert_eq!(blocks_for(0), 0);
+        assert_eq!(blocks_for(1), 1);
+        assert_eq!(blocks_for(33), 2);
+        assert_eq!(blocks_for(65), 4);
+    }
+
+    #[test]
+    fn tiny_areas_are_refused() {
+        assert!(matches!(
+            Layout::new(Region {
+                offset: 0,
+                len: 0x2000
+            }),
+            Err(CkptError::AreaTooSmall { .. })
+        ));
+    }
+}

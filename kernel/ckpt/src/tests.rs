@@ -1,0 +1,537 @@
+//! Specifications of the manager as a whole: checkpoint, recover, roll back, refuse.
+//! Host-only; it must never depend on anything but the simulated NVM.
+
+use crate::desc::Copy;
+use crate::layout::{Layout, DESC_LEN};
+use crate::{inspect, CkptError, ItemId, Manager, Problem, Source, Version, MAX_RECORD};
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::vec;
+use alloc::vec::Vec;
+use amber_format::Region;
+use amber_nvm::sim::{Cut, PowerCut, VecNvm};
+use amber_nvm::Nvm;
+
+const AREA: Region = Region {
+    offset: 0x1000,
+    len: 48 * 1024,
+};
+
+/// Items by id: kind and bytes.
+type State = BTreeMap<u16, (u8, Vec<u8>)>;
+
+/// A kernel stand-in: items in a map, and which changed since the last checkpoint.
+#[derive(Clone, Default)]
+struct Model {
+    items: State,
+    dirty: BTreeSet<u16>,
+}
+
+impl Model {
+    fn set(&mut self, id: u16, kind: u8, bytes: Vec<u8>) {
+        self.items.insert(id, (kind, bytes));
+        self.dirty.insert(id);
+    }
+    fn delete(&mut self, id: u16) {
+        self.items.remove(&id);
+    }
+    fn state(&self) -> State {
+        self.items.clone()
+    }
+}
+
+impl Source for Model {
+    fn items(&self, f: &mut dyn FnMut(ItemId, u8, bool)) {
+        for (id, (kind, _)) in &self.items {
+            f(ItemId(*id), *kind, self.dirty.contains(id));
+        }
+    }
+    fn bytes<'a>(&'a self, id: ItemId, scratch: &'a mut [u8]) -> &'a [u8] {
+        let b = &self.items[&id.0].1;
+        if b.len() <= MAX_RECORD {
+            // Exercise the scratch path for records.
+            scratch[..b.len()].copy_from_slice(b);
+            &scratch[..b.len()]
+        } else {
+            b
+        }
+    }
+}
+
+fn take(
+    m: &mut Manager,
+    nvm: &mut impl Nvm,
+    model: &mut Model,
+    meta: u8,
+) -> crate::CheckpointStats {
+    let s = m.checkpoint(nvm, model, [meta; 16]).expect("checkpoint");
+    model.dirty.clear();
+    s
+}
+
+/// Everything the manager says is committed, read back with CRC checks.
+fn committed_state(m: &Manager, nvm: &mut impl Nvm) -> State {
+    let mut out = BTreeMap::new();
+    for (id, kind, len) in m.live_items() {
+        let mut buf = vec![0u8; len as usize];
+        let n = m.read_item(nvm, id, &mut buf).expect("read a live item");
+        assert_eq!(n, len as usize);
+        out.insert(id.0, (kind, buf));
+    }
+    out
+}
+
+fn recover(nvm: &mut VecNvm) -> (Manager, crate::RecoveryReport) {
+    Manager::recover(nvm, AREA).expect("recovery")
+}
+
+fn bytes(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| seed.wrapping_mul(31).wrapping_add(i as u8))
+        .collect()
+}
+
+/// Three versions: v1 creates 0,1,2; v2 changes 1 and deletes 2; v3 changes 1 again.
+fn three_versions(nvm: &mut VecNvm) -> (Manager, Vec<State>) {
+    let mut m = Manager::format(nvm, AREA).unwrap();
+    let mut model = Model::default();
+    let mut states = vec![model.state()];
+    model.set(0, 1, bytes(0, 40));
+    model.set(1, 2, bytes(1, 100));
+    model.set(2, 3, bytes(2, 700));
+    take(&mut m, nvm, &mut model, 1);
+    states.push(model.state());
+    model.set(1, 2, bytes(11, 90));
+    model.delete(2);
+    take(&mut m, nvm, &mut model, 2);
+    states.push(model.state());
+    model.set(1, 2, bytes(21, 300));
+    take(&mut m, nvm, &mut model, 3);
+    states.push(model.state());
+    (m, states)
+}
+
+#[test]
+fn recovery_gives_back_exactly_the_committed_items_and_metadata() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (m, states) = three_versions(&mut nvm);
+    let (r, report) = recover(&mut nvm);
+    assert_eq!(report.committed, Version(3));
+    assert_eq!(report.resumed, Version(3));
+    assert_eq!(report.lost_versions, None);
+    assert_eq!(r.committed(), Version(3));
+    assert_eq!(r.meta(), [3; 16]);
+    assert_eq!(committed_state(&r, &mut nvm), states[3]);
+    assert_eq!(
+        r.usage(),
+        m.usage(),
+        "the rebuilt allocator differs from the live one"
+    );
+    assert!(inspect(&mut nvm, AREA).is_consistent());
+}
+
+#[test]
+fn a_fresh_area_is_version_zero_with_nothing_live() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let m = Manager::format(&mut nvm, AREA).unwrap();
+    assert_eq!(m.committed(), Version(0));
+    let (r, _) = recover(&mut nvm);
+    assert_eq!(r.committed(), Version(0));
+    assert_eq!(r.live_items().count(), 0);
+    assert_eq!(r.usage().used_bytes, 0);
+}
+
+#[test]
+fn an_empty_checkpoint_stores_only_the_commit_record() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (mut m, _) = three_versions(&mut nvm);
+    let clean = Model {
+        items: committed_state(&m, &mut nvm),
+        dirty: BTreeSet::new(),
+    };
+    let s = m.checkpoint(&mut nvm, &clean, [4; 16]).unwrap();
+    assert_eq!(s.version, Version(4));
+    assert_eq!((s.stores, s.items_written, s.items_deleted), (1, 0, 0));
+    assert_eq!(s.nvm_bytes, crate::layout::COMMIT_SLOT_LEN as u64);
+}
+
+#[test]
+fn a_dirty_item_costs_its_bytes_plus_one_descriptor() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (mut m, states) = three_versions(&mut nvm);
+    let mut model = Model {
+        items: states[3].clone(),
+        dirty: BTreeSet::new(),
+    };
+    model.set(0, 1, bytes(5, 40));
+    let s = m.checkpoint(&mut nvm, &model, [4; 16]).unwrap();
+    assert_eq!((s.stores, s.items_written, s.data_bytes), (3, 1, 40));
+    assert_eq!(
+        s.nvm_bytes,
+        40 + DESC_LEN as u64 + crate::layout::COMMIT_SLOT_LEN as u64
+    );
+}
+
+#[test]
+fn a_checkpoint_cut_before_its_commit_leaves_the_previous_version_and_its_descriptors_are_erased() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (m, states) = three_versions(&mut nvm);
+    let mut model = Model {
+        items: states[3].clone(),
+        dirty: BTreeSet::new(),
+    };
+    model.set(0, 1, bytes(9, 40));
+    model.set(5, 1, bytes(9, 20));
+    model.delete(1);
+    // Stores: 0 data, 1 desc, 2 data, 3 desc, 4 tombstone, 5 commit. Cut at the commit.
+    let mut m = m;
+    let mut cut = PowerCut::at(
+        nvm,
+        Cut {
+            at_store: 5,
+            keep_bytes: 10,
+        },
+    );
+    assert_eq!(
+        m.checkpoint(&mut cut, &model, [4; 16]),
+        Err(CkptError::Nvm(amber_nvm::NvmError::PowerLost))
+    );
+    assert_eq!(
+        m.checkpoint(&mut cut, &model, [4; 16]),
+        Err(CkptError::Interrupted),
+        "a manager whose checkpoint stopped half-way must not go on"
+    );
+    let mut nvm = cut.into_inner();
+    assert!(
+        inspect(&mut nvm, AREA).is_consistent(),
+        "a cut leaves a consistent image"
+    );
+    let (r, report) = recover(&mut nvm);
+    assert_eq!(r.committed(), Version(3));
+    assert_eq!(
+        report.erased_uncommitted, 3,
+        "two copies and one tombstone never committed"
+    );
+    assert_eq!(committed_state(&r, &mut nvm), states[3]);
+    let (_, again) = recover(&mut nvm);
+    assert_eq!(
+        again.erased_uncommitted, 0,
+        "recovery left nothing to erase"
+    );
+}
+
+#[test]
+fn after_recovery_a_new_checkpoint_reuses_the_lost_version_number_safely() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (mut m, states) = three_versions(&mut nvm);
+    let mut model = Model {
+        items: states[3].clone(),
+        dirty: BTreeSet::new(),
+    };
+    model.set(0, 1, bytes(9, 40));
+    model.set(7, 1, bytes(9, 20));
+    let mut cut = PowerCut::at(
+        nvm,
+        Cut {
+            at_store: 4,
+            keep_bytes: 0,
+        },
+    );
+    assert!(m.checkpoint(&mut cut, &model, [4; 16]).is_err());
+    let mut nvm = cut.into_inner();
+    let (mut r, _) = recover(&mut nvm);
+    // Version 4 again, but only item 1 changes: the stale v4 copies of 0 and 7 must
+    // not come back.
+    let mut model = Model {
+        items: states[3].clone(),
+        dirty: BTreeSet::new(),
+    };
+    model.set(1, 2, bytes(44, 10));
+    take(&mut r, &mut nvm, &mut model, 4);
+    let (r2, _) = recover(&mut nvm);
+    assert_eq!(r2.committed(), Version(4));
+    assert_eq!(committed_state(&r2, &mut nvm), model.state());
+}
+
+#[test]
+fn items_that_grow_and_shrink_move_extents_and_the_allocator_matches_the_tree() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let mut m = Manager::format(&mut nvm, AREA).unwrap();
+    let mut model = Model::default();
+    for round in 0..12u8 {
+        let len = [10usize, 200, 33, 2000, 0, 64, 65, 1][round as usize % 8];
+        model.set(3, 9, bytes(round, len));
+        model.set(4, 9, bytes(round, 100 + round as usize));
+        take(&mut m, &mut nvm, &mut model, round);
+        let (r, _) = recover(&mut nvm);
+        assert_eq!(
+            committed_state(&r, &mut nvm),
+            model.state(),
+            "round {round}"
+        );
+        assert_eq!(
+            r.usage(),
+            m.usage(),
+            "round {round}: rebuilt allocator differs"
+        );
+    }
+    // Two items, two slots each: at most four extents are ever held.
+    assert!(m.usage().extents <= 4, "{:?}", m.usage());
+}
+
+#[test]
+fn an_item_too_large_for_the_free_space_fails_without_committing_anything() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (mut m, states) = three_versions(&mut nvm);
+    let before = m.usage();
+    let mut model = Model {
+        items: states[3].clone(),
+        dirty: BTreeSet::new(),
+    };
+    model.set(0, 1, bytes(1, 50));
+    model.set(9, 1, bytes(1, 20 * 1024));
+    model.set(10, 1, bytes(2, 20 * 1024));
+    let err = m.checkpoint(&mut nvm, &model, [9; 16]).unwrap_err();
+    assert!(matches!(err, CkptError::NoSpace { .. }), "{err}");
+    assert_eq!(m.committed(), Version(3));
+    assert_eq!(m.usage(), before, "the failed checkpoint leaked extents");
+    let (r, _) = recover(&mut nvm);
+    assert_eq!(committed_state(&r, &mut nvm), states[3]);
+    assert_eq!(r.usage(), before);
+    // The manager is still usable.
+    model.delete(10);
+    take(&mut m, &mut nvm, &mut model, 4);
+    let (r, _) = recover(&mut nvm);
+    assert_eq!(committed_state(&r, &mut nvm), model.state());
+    let big = bytes(0, 60 * 1024);
+    model.set(11, 1, big);
+    assert!(matches!(
+        m.checkpoint(&mut nvm, &model, [0; 16]),
+        Err(CkptError::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn item_ids_beyond_the_table_are_refused_before_anything_is_written() {
+    struct Bad;
+    impl Source for Bad {
+        fn items(&self, f: &mut dyn FnMut(ItemId, u8, bool)) {
+            f(ItemId(128), 0, true);
+        }
+        fn bytes<'a>(&'a self, _: ItemId, s: &'a mut [u8]) -> &'a [u8] {
+            &s[..0]
+        }
+    }
+    let mut nvm = VecNvm::new(64 * 1024);
+    let mut m = Manager::format(&mut nvm, AREA).unwrap();
+    let image = nvm.image().to_vec();
+    assert_eq!(
+        m.checkpoint(&mut nvm, &Bad, [0; 16]),
+        Err(CkptError::BadItem { id: 128 })
+    );
+    assert_eq!(nvm.image(), &image[..]);
+}
+
+#[test]
+fn reading_items_checks_buffer_size_existence_and_data_crc() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (m, _) = three_versions(&mut nvm);
+    let mut small = [0u8; 10];
+    assert_eq!(
+        m.read_item(&mut nvm, ItemId(1), &mut small),
+        Err(CkptError::BufferTooSmall {
+            item: ItemId(1),
+            len: 300
+        })
+    );
+    assert_eq!(
+        m.read_item(&mut nvm, ItemId(2), &mut small),
+        Err(CkptError::NoSuchItem { item: ItemId(2) }),
+        "item 2 was deleted"
+    );
+    let Copy::Data { extent, .. } = m.copies[0][m.commit.slot_of(0) as usize] else {
+        panic!("item 0 is live")
+    };
+    let at = Layout::new(AREA).unwrap().block(extent.first).0;
+    nvm.write(at + 3, &[0xEE]).unwrap();
+    let mut buf = [0u8; 64];
+    assert!(matches!(
+        m.read_item(&mut nvm, ItemId(0), &mut buf),
+        Err(CkptError::Corrupt {
+            problem: Problem::DataChecksum,
+            ..
+        })
+    ));
+}
+
+/// Flips one byte of the descriptor of the committed copy of `id`.
+fn corrupt_committed_descriptor(m: &Manager, nvm: &mut VecNvm, id: u16) {
+    let at = m.layout.desc(id, m.commit.slot_of(id)).0 + 12;
+    let mut b = [0u8; 1];
+    nvm.read(at, &mut b).unwrap();
+    nvm.write(at, &[b[0] ^ 0x40]).unwrap();
+}
+
+#[test]
+fn a_corrupt_newest_copy_rolls_back_to_the_previous_version_and_names_the_lost_one() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (m, states) = three_versions(&mut nvm);
+    corrupt_committed_descriptor(&m, &mut nvm, 1); // item 1 was written at v3
+    assert!(!inspect(&mut nvm, AREA).is_consistent());
+    let (r, report) = recover(&mut nvm);
+    assert_eq!(report.committed, Version(3));
+    assert_eq!(report.resumed, Version(2));
+    assert_eq!(report.lost_versions, Some((Version(2), Version(3))));
+    assert!(report.corrupt_copies >= 1);
+    assert_eq!(r.committed(), Version(2));
+    assert_eq!(r.meta(), [2; 16], "the metadata must be version 2's");
+    assert_eq!(committed_state(&r, &mut nvm), states[2]);
+    assert!(
+        inspect(&mut nvm, AREA).is_consistent(),
+        "{:?}",
+        inspect(&mut nvm, AREA).violations
+    );
+    // The rolled-back area works on: v3 again, and it recovers as v3.
+    let (mut r, _) = recover(&mut nvm);
+    assert_eq!(
+        r.committed(),
+        Version(2),
+        "a second recovery keeps the rollback"
+    );
+    let mut model = Model {
+        items: states[2].clone(),
+        dirty: BTreeSet::new(),
+    };
+    model.set(6, 6, bytes(6, 6));
+    take(&mut r, &mut nvm, &mut model, 3);
+    let (r, report) = recover(&mut nvm);
+    assert_eq!((r.committed(), report.lost_versions), (Version(3), None));
+    assert_eq!(committed_state(&r, &mut nvm), model.state());
+}
+
+#[test]
+fn corrupt_data_of_the_newest_copy_also_rolls_back() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (m, states) = three_versions(&mut nvm);
+    let Copy::Data { extent, .. } = m.copies[1][m.commit.slot_of(1) as usize] else {
+        panic!("item 1 is live")
+    };
+    nvm.write(m.layout.block(extent.first).0, &[0xFF; 4])
+        .unwrap();
+    let (r, report) = recover(&mut nvm);
+    assert_eq!(report.lost_versions, Some((Version(2), Version(3))));
+    assert_eq!(committed_state(&r, &mut nvm), states[2]);
+}
+
+#[test]
+fn a_corrupt_copy_with_no_complete_older_version_is_an_error_naming_the_item() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (m, _) = three_versions(&mut nvm);
+    // Item 0 was written only at v1: at v2 its copy is still the v1 one, so no older
+    // version avoids it.
+    corrupt_committed_descriptor(&m, &mut nvm, 0);
+    let image = nvm.image().to_vec();
+    match Manager::recover(&mut nvm, AREA) {
+        Err(CkptError::Corrupt {
+            item,
+            version,
+            problem,
+            ..
+        }) => {
+            assert_eq!(item, ItemId(0));
+            assert_eq!(
+                version,
+                Version(0),
+                "the descriptor is unreadable, its version unknown"
+            );
+            assert_eq!(problem, Problem::DescriptorChecksum);
+        }
+        other => panic!("expected Corrupt, got {:?}", other.map(|(_, r)| r)),
+    }
+    assert_eq!(
+        nvm.image(),
+        &image[..],
+        "a refused recovery must change nothing"
+    );
+}
+
+#[test]
+fn both_copies_corrupt_is_an_error() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (m, _) = three_versions(&mut nvm);
+    corrupt_committed_descriptor(&m, &mut nvm, 1);
+    let other = 1 - m.commit.slot_of(1);
+    let at = m.layout.desc(1, other).0;
+    nvm.write(at, &[0x5A; 4]).unwrap();
+    let err = Manager::recover(&mut nvm, AREA)
+        .map(|(_, r)| r)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CkptError::Corrupt {
+                item: ItemId(1),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(alloc::format!("{err}").contains("item 1"));
+}
+
+#[test]
+fn blank_foreign_and_corrupt_areas_are_told_apart() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    assert_eq!(
+        Manager::recover(&mut nvm, AREA).map(|_| ()),
+        Err(CkptError::NotFormatted)
+    );
+    assert!(CkptError::NotFormatted.is_unformatted());
+    let i = inspect(&mut nvm, AREA);
+    assert!(i.is_consistent() && i.lines.iter().any(|l| l.contains("no checkpoint yet")));
+    three_versions(&mut nvm);
+    let moved = Region {
+        offset: AREA.offset,
+        len: AREA.len - 1024,
+    };
+    assert!(matches!(
+        Manager::recover(&mut nvm, moved).map(|_| ()),
+        Err(CkptError::FormatMismatch {
+            layout_matches: false,
+            ..
+        })
+    ));
+    nvm.write(AREA.offset, &[0x77; 120]).unwrap();
+    assert_eq!(
+        Manager::recover(&mut nvm, AREA).map(|_| ()),
+        Err(CkptError::CommitRecordCorrupt)
+    );
+}
+
+#[test]
+fn a_format_cut_anywhere_leaves_the_old_state_or_an_area_to_format_again() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    three_versions(&mut nvm);
+    let image = nvm.into_image();
+    for k in 0..5 {
+        for keep in [0, 1, 7, 60, 119] {
+            let cut_at = Cut {
+                at_store: k,
+                keep_bytes: keep,
+            };
+            let mut cut = PowerCut::at(VecNvm::from_image(image.clone()), cut_at);
+            let _ = Manager::format(&mut cut, AREA);
+            let mut nvm = cut.into_inner();
+            assert!(inspect(&mut nvm, AREA).is_consistent(), "{cut_at:?}");
+            match Manager::recover(&mut nvm, AREA) {
+                Err(e) => assert!(e.is_unformatted(), "{cut_at:?}: {e}"),
+                // Cut before the marker was set, or after the format completed.
+                Ok((m, _)) => assert!(
+                    (k == 0 && keep == 0 && m.committed() == Version(3))
+                        || (k == 4 && keep >= 1 && m.committed() == Version(0)),
+                    "{cut_at:?}: recovered {}",
+                    m.committed()
+                ),
+            }
+        }
+    }
+}
