@@ -177,7 +177,7 @@ impl Kernel {
                 let taken = self
                     .objects
                     .iter()
-                    .any(|o| matches!(o, Object::Irq(n) if n.irq == irq));
+                    .any(|(_, o)| matches!(o, Object::Irq(n) if n.irq == irq));
                 if taken {
                     return Err(BootError::IrqTwice { task: i });
                 }
@@ -240,13 +240,12 @@ impl Kernel {
     }
 
     /// Back to the state of `new`, in place (no large temporary on the stack).
-    fn reset(&mut self) {
-        for o in self.objects.iter_mut() {
-            *o = Object::Free;
-        }
+    pub(crate) fn reset(&mut self) {
+        self.objects.clear();
         self.current = None;
         self.seq = 0;
         self.booted = false;
+        self.checkpoint_requested = false;
         self.bump_memory_epoch();
     }
 

@@ -16,12 +16,22 @@ use crate::{
     ids::ThreadId,
     kernel::Kernel,
     platform::UserMemory,
+    record::{Reader, RecordVersion, RestoreError, Writer},
     syscall::{Outcome, Results},
     thread::{Block, ThreadState},
 };
 
 /// A rendezvous point for synchronous IPC. It holds no state: who waits on it, and in
 /// which order, is read from the threads.
+///
+/// # Checkpoint record (version 1, 2 bytes)
+///
+/// | offset | size | meaning |
+/// |--------|------|---------|
+/// | 0 | 2 | header: version 1, kind `Endpoint` (4) |
+///
+/// The wait queues are derived (from the waiting threads' records), so the record is
+/// only the header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Endpoint;
 
@@ -286,8 +296,29 @@ impl Kernel {
 
     /// Forgets the reply `t` owes, waking that caller with `PeerGone`.
     pub(crate) fn drop_reply(&mut self, t: ThreadId) {
+        if self.thread(t).reply_to.is_none() {
+            return;
+        }
         if let Some(c) = self.thread_mut(t).reply_to.take() {
             self.wake(c, Err(Error::PeerGone));
         }
+    }
+}
+
+/// The layout version of Endpoint records.
+const VERSION: RecordVersion = RecordVersion(1);
+/// Bytes in an Endpoint record.
+pub(crate) const RECORD_LEN: usize = 2;
+
+impl Endpoint {
+    /// Writes the record (see the table on [`Endpoint`]).
+    pub(crate) fn encode(&self, w: &mut Writer) {
+        w.header(VERSION, ObjKind::Endpoint);
+    }
+
+    /// Reads a record written by [`Endpoint::encode`].
+    pub(crate) fn decode(r: &mut Reader) -> Result<Endpoint, RestoreError> {
+        r.header(VERSION, ObjKind::Endpoint)?;
+        Ok(Endpoint)
     }
 }

@@ -5,7 +5,6 @@
 use core::fmt;
 
 use crate::{
-    abi::Error,
     capgroup::TaskName,
     context::Context,
     ids::ThreadId,
@@ -193,9 +192,7 @@ impl Kernel {
     /// Unlinks `t` from IPC partners: the caller it owes a reply gets `PeerGone`.
     /// (A running thread is blocked on nothing, so nothing else refers to it.)
     fn release_partners(&mut self, t: ThreadId) {
-        if let Some(c) = self.thread_mut(t).reply_to.take() {
-            self.wake(c, Err(Error::PeerGone));
-        }
+        self.drop_reply(t);
     }
 
     /// Timer interrupt: expires timers, then round robin (the running thread goes to

@@ -91,10 +91,8 @@ impl Kernel {
                 )?;
             }
         }
-        for (i, o) in self.objects.iter().enumerate() {
-            let Some(id) = ObjId::from_index(i) else {
-                continue;
-            };
+        for (id, o) in self.objects.iter() {
+            let i = id.index();
             match o {
                 Object::Free => {}
                 Object::CapGroup(g) => {
@@ -160,7 +158,7 @@ impl Kernel {
                     let dup = self
                         .objects
                         .iter()
-                        .filter(|o| matches!(o, Object::Irq(m) if m.irq == n.irq))
+                        .filter(|(_, o)| matches!(o, Object::Irq(m) if m.irq == n.irq))
                         .count();
                     ensure(
                         dup == 1,
@@ -206,6 +204,17 @@ impl Kernel {
                 }
             }
         }
+        let newest = self.thread_ids().map(|t| self.thread(t).seq).max();
+        ensure(
+            self.seq == newest.unwrap_or(0),
+            "the sequence counter is the newest thread's seq",
+            0,
+        )?;
+        ensure(
+            self.current == self.pick(),
+            "the current thread is the one the scheduler picks",
+            self.current.map_or(0, |t| t.index()),
+        )?;
         if let Some(t) = self.current {
             ensure(
                 matches!(self.obj(t.obj()), Object::Thread(th) if th.state == ThreadState::Ready),
@@ -266,7 +275,7 @@ impl Kernel {
                     i,
                 )?;
             }
-            ThreadState::Ready | ThreadState::Exited => {}
+            ThreadState::Blocked(Block::Checkpoint) | ThreadState::Ready | ThreadState::Exited => {}
         }
         if let Some(c) = th.reply_to {
             let waits = matches!(

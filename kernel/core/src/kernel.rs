@@ -1,16 +1,17 @@
 //! The `Kernel` value: the object arena plus the little state that is not in objects
-//! (who runs, a sequence counter). Accessors the arch code needs live here; the
+//! (who runs, a sequence counter). All of that state is derived from the objects or
+//! volatile, so a checkpoint is the arena alone (see checkpoint.rs). Accessors the arch code needs live here; the
 //! behaviour lives with each object type. Nothing here may be reachable from a task
 //! except through `syscall`.
 
-use crate::{abi::TaskState, context::Context, ids::ThreadId, objects::Object, MAX_OBJECTS};
+use crate::{abi::TaskState, context::Context, ids::ThreadId, objects::Arena};
 
 /// The whole kernel state. Build it in a `static` with [`Kernel::new`] (a `const fn`,
 /// so no large stack copy), then call [`Kernel::boot`] once.
 #[derive(Debug)]
 pub struct Kernel {
-    /// The object arena; entry 0 is the root CapGroup after boot.
-    pub(crate) objects: [Object; MAX_OBJECTS],
+    /// The object arena and its dirty bits; entry 0 is the root CapGroup after boot.
+    pub(crate) objects: Arena,
     /// The thread the arch code must run next; `None` = idle (wfi).
     pub(crate) current: Option<ThreadId>,
     /// Monotonic counter ordering ready and wait queues.
@@ -19,6 +20,8 @@ pub struct Kernel {
     pub(crate) booted: bool,
     /// Changes whenever a MemObj capability appears or disappears anywhere.
     pub(crate) memory_epoch: u32,
+    /// A task called `Checkpoint` since the last `take_checkpoint_request`.
+    pub(crate) checkpoint_requested: bool,
 }
 
 impl Default for Kernel {
@@ -31,11 +34,12 @@ impl Kernel {
     /// An empty kernel (no objects, nothing runnable) until [`Kernel::boot`].
     pub const fn new() -> Self {
         Kernel {
-            objects: [const { Object::Free }; MAX_OBJECTS],
+            objects: Arena::new(),
             current: None,
             seq: 0,
             booted: false,
             memory_epoch: 0,
+            checkpoint_requested: false,
         }
     }
 
@@ -46,6 +50,10 @@ impl Kernel {
 
     /// The saved registers of `t`, in place: the address is stable for the kernel's
     /// lifetime. `t` must come from this kernel (`current`), else this panics.
+    ///
+    /// Marks `t` dirty: the trap path writes the registers through this reference
+    /// without the kernel seeing it, so the arch code must call this each time before
+    /// it resumes `t` (after every `clear_dirty` in particular).
     pub fn context_mut(&mut self, t: ThreadId) -> &mut Context {
         &mut self.thread_mut(t).ctx
     }

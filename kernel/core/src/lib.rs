@@ -17,6 +17,9 @@
 //!   every CapGroup's slots, O(groups × slots) per sweep. No generation counters.
 //! - Queues are not stored: who waits on an endpoint, and in what order, is read from
 //!   thread states and a sequence number, so there is nothing to keep consistent.
+//! - Checkpointable by ownership: every change to an arena entry goes through one guard
+//!   that marks it dirty; each object type encodes and decodes its own record (next to
+//!   the type); everything else is derived and rebuilt at restore. See checkpoint.rs.
 //! - Fixed bounds everywhere (below); every user input is checked before use.
 //!
 //! Dependencies point down: `amber-kernel` -> `amber-core` -> `amber-abi`.
@@ -38,6 +41,7 @@
 mod boot;
 mod cap;
 mod capgroup;
+mod checkpoint;
 mod context;
 mod endpoint;
 mod fault;
@@ -50,6 +54,7 @@ mod notification;
 mod nvm_region;
 mod objects;
 mod platform;
+mod record;
 mod sched;
 mod spec;
 mod syscall;
@@ -65,6 +70,7 @@ pub use ids::{ObjId, Priority, Slot, ThreadId};
 pub use invariants::InvariantViolation;
 pub use kernel::Kernel;
 pub use platform::{Platform, UserMemory};
+pub use record::{RecordVersion, RestoreError, RECORD_MAX};
 pub use spec::{BootError, CapSpec, FaultPolicy, MemKind, RegionSpec, TaskSpec};
 
 /// Entries in the object arena: every CapGroup, Thread and other object.

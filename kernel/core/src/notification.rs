@@ -8,11 +8,21 @@ use crate::{
     ids::{ObjId, ThreadId},
     kernel::Kernel,
     objects::Object,
+    record::{Reader, RecordVersion, RestoreError, Writer},
     syscall::{Outcome, Results},
     thread::Block,
 };
 
 /// Asynchronous bits.
+///
+/// # Checkpoint record (version 1, 6 bytes)
+///
+/// | offset | size | meaning |
+/// |--------|------|---------|
+/// | 0 | 2 | header: version 1, kind `Notification` (5) |
+/// | 2 | 4 | `bits` pending |
+///
+/// Waiters are derived from the waiting threads' records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Notification {
     /// Bits signalled and not yet taken.
@@ -23,8 +33,11 @@ impl Kernel {
     /// ORs `bits` into notification `obj`, then hands all pending bits to the oldest
     /// waiter, if any.
     pub(crate) fn signal_obj(&mut self, obj: ObjId, bits: u32) {
-        if let Object::Notification(n) = self.obj_mut(obj) {
-            n.bits |= bits;
+        let old = self.notification_bits(obj);
+        if old | bits != old {
+            if let Object::Notification(n) = self.obj_mut(obj) {
+                n.bits |= bits;
+            }
         }
         if self.notification_bits(obj) == 0 {
             return;
@@ -43,6 +56,9 @@ impl Kernel {
     }
 
     fn take_bits(&mut self, obj: ObjId) -> u32 {
+        if self.notification_bits(obj) == 0 {
+            return 0;
+        }
         match self.obj_mut(obj) {
             Object::Notification(n) => core::mem::take(&mut n.bits),
             _ => 0,
@@ -72,5 +88,24 @@ impl Kernel {
         }
         self.block(t, Block::Notification { obj });
         Outcome::Blocked
+    }
+}
+
+/// The layout version of Notification records.
+const VERSION: RecordVersion = RecordVersion(1);
+/// Bytes in a Notification record.
+pub(crate) const RECORD_LEN: usize = 6;
+
+impl Notification {
+    /// Writes the record (see the table on [`Notification`]).
+    pub(crate) fn encode(&self, w: &mut Writer) {
+        w.header(VERSION, ObjKind::Notification);
+        w.u32(self.bits);
+    }
+
+    /// Reads a record written by [`Notification::encode`].
+    pub(crate) fn decode(r: &mut Reader) -> Result<Notification, RestoreError> {
+        r.header(VERSION, ObjKind::Notification)?;
+        Ok(Notification { bits: r.u32()? })
     }
 }

@@ -2,6 +2,14 @@
 //! named by [`ObjId`]. Objects refer to each other only by `ObjId`, never by pointer,
 //! so the whole tree can be checkpointed by copying entries. This file allocates and
 //! looks up; it must never decide policy (who may do what).
+//!
+//! Dirty tracking by ownership: the entries are private to [`Arena`], and the only ways
+//! to change one are [`Arena::get_mut`] (behind `Kernel::obj_mut` and the typed
+//! `thread_mut`, `group_mut`), [`Arena::set`] and [`Arena::alloc`], each of which marks
+//! the entry dirty in a bitmap. So no code outside this file can change an object
+//! without the checkpoint seeing it; pure reads ([`Arena::get`], [`Arena::iter`]) never
+//! mark. Freeing marks too: a dirty free entry is an object deleted since the last
+//! checkpoint.
 
 use crate::{
     abi::ObjKind,
@@ -15,6 +23,7 @@ use crate::{
     nvm_region::NvmRegion,
     thread::Thread,
     timer::Timer,
+    MAX_OBJECTS,
 };
 
 /// One arena entry. Entries are fixed-size by design (no allocator, no `Box`), so the
@@ -59,26 +68,128 @@ impl Object {
     }
 }
 
-impl Kernel {
-    /// Puts `obj` in the first free entry; `None` when the arena is full.
+/// One bit per arena entry: set when the entry changed since the last
+/// [`DirtySet::clear`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DirtySet([u32; DIRTY_WORDS]);
+
+const DIRTY_WORDS: usize = MAX_OBJECTS.div_ceil(32);
+
+impl DirtySet {
+    /// Nothing dirty.
+    pub(crate) const CLEAN: DirtySet = DirtySet([0; DIRTY_WORDS]);
+
+    fn mark(&mut self, id: ObjId) {
+        let i = id.index();
+        self.0[i / 32] |= 1 << (i % 32);
+    }
+
+    /// True when entry `id` changed since the last clear.
+    pub(crate) fn contains(&self, id: ObjId) -> bool {
+        let i = id.index();
+        self.0[i / 32] & (1 << (i % 32)) != 0
+    }
+
+    /// Every entry clean.
+    pub(crate) fn clear(&mut self) {
+        *self = DirtySet::CLEAN;
+    }
+
+    /// Every entry dirty.
+    pub(crate) fn mark_all(&mut self) {
+        for i in 0..MAX_OBJECTS {
+            if let Some(id) = ObjId::from_index(i) {
+                self.mark(id);
+            }
+        }
+    }
+}
+
+/// The object entries and their dirty bits. The entries are private: every change
+/// goes through a method here that marks the entry dirty.
+#[derive(Debug)]
+pub(crate) struct Arena {
+    entries: [Object; MAX_OBJECTS],
+    dirty: DirtySet,
+}
+
+impl Arena {
+    /// All entries free and clean.
+    pub(crate) const fn new() -> Arena {
+        Arena {
+            entries: [const { Object::Free }; MAX_OBJECTS],
+            dirty: DirtySet::CLEAN,
+        }
+    }
+
+    /// The entry for `id` (ids are always in range by construction). Never marks.
+    pub(crate) fn get(&self, id: ObjId) -> &Object {
+        &self.entries[id.index()]
+    }
+
+    /// The entry for `id`, mutably: THE guard. Marks `id` dirty.
+    pub(crate) fn get_mut(&mut self, id: ObjId) -> &mut Object {
+        self.dirty.mark(id);
+        &mut self.entries[id.index()]
+    }
+
+    /// Replaces entry `id` (allocation, freeing, restore). Marks `id` dirty.
+    pub(crate) fn set(&mut self, id: ObjId, obj: Object) {
+        *self.get_mut(id) = obj;
+    }
+
+    /// Puts `obj` in the first free entry (marking it dirty); `None` when full.
     pub(crate) fn alloc(&mut self, obj: Object) -> Option<ObjId> {
         let i = self
-            .objects
+            .entries
             .iter()
             .position(|o| matches!(o, Object::Free))?;
         let id = ObjId::from_index(i)?;
-        self.objects[i] = obj;
+        self.set(id, obj);
         Some(id)
+    }
+
+    /// Every entry with its id, free ones included. Never marks.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (ObjId, &Object)> + '_ {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| Some((ObjId::from_index(i)?, o)))
+    }
+
+    /// Frees every entry (marking each dirty).
+    pub(crate) fn clear(&mut self) {
+        for o in self.entries.iter_mut() {
+            *o = Object::Free;
+        }
+        self.dirty.mark_all();
+    }
+
+    /// The dirty bits.
+    pub(crate) fn dirty(&self) -> &DirtySet {
+        &self.dirty
+    }
+
+    /// The dirty bits, to clear or mark all.
+    pub(crate) fn dirty_mut(&mut self) -> &mut DirtySet {
+        &mut self.dirty
+    }
+}
+
+impl Kernel {
+    /// Puts `obj` in the first free entry; `None` when the arena is full.
+    pub(crate) fn alloc(&mut self, obj: Object) -> Option<ObjId> {
+        self.objects.alloc(obj)
     }
 
     /// The entry for `id` (ids are always in range by construction).
     pub(crate) fn obj(&self, id: ObjId) -> &Object {
-        &self.objects[id.index()]
+        self.objects.get(id)
     }
 
-    /// The entry for `id`, mutably.
+    /// The entry for `id`, mutably; marks it dirty (see the file comment).
     pub(crate) fn obj_mut(&mut self, id: ObjId) -> &mut Object {
-        &mut self.objects[id.index()]
+        self.objects.get_mut(id)
     }
 
     /// The kind of the object at `id`, `None` if free.
@@ -100,9 +211,8 @@ impl Kernel {
     fn ids_where(&self, f: impl Fn(&Object) -> bool + 'static) -> impl Iterator<Item = ObjId> + '_ {
         self.objects
             .iter()
-            .enumerate()
             .filter(move |(_, o)| f(o))
-            .filter_map(|(i, _)| ObjId::from_index(i))
+            .map(|(id, _)| id)
     }
 
     /// The CapGroup at `id`, if it is one.

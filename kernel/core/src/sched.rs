@@ -52,6 +52,12 @@ impl Kernel {
     /// Chooses `current`: the most urgent ready thread, and among equals the one ready
     /// the longest (a preempted thread keeps its place, so it resumes first).
     pub(crate) fn schedule(&mut self) {
+        self.current = self.pick();
+    }
+
+    /// The thread [`Kernel::schedule`] would choose now. Pure: `current` is always
+    /// this after every entry point, which is why it need not be checkpointed.
+    pub(crate) fn pick(&self) -> Option<ThreadId> {
         let mut best: Option<ThreadId> = None;
         for t in self.thread_ids() {
             let th = self.thread(t);
@@ -68,7 +74,7 @@ impl Kernel {
                 }
             };
         }
-        self.current = best;
+        best
     }
 
     /// Round robin: the running thread goes to the back of its priority, then the most

@@ -143,6 +143,7 @@ impl Kernel {
                 let now = plat.now_ticks();
                 Outcome::Done(Ok(Results::of(&[now as u32, (now >> 32) as u32])))
             }
+            Sysno::Checkpoint => self.sys_checkpoint(t),
         }
     }
 

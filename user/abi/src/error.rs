@@ -40,11 +40,14 @@ pub enum Error {
     /// The capability would give the receiving task more memory regions than PMP can
     /// hold.
     NoSpace = 13,
+    /// `Checkpoint`: the kernel tried to write a checkpoint and failed (NVM error). The
+    /// state since the last committed checkpoint is not durable yet.
+    CheckpointFailed = 14,
 }
 
 impl Error {
     /// Every error, in code order.
-    pub const ALL: [Error; 13] = [
+    pub const ALL: [Error; 14] = [
         Error::BadSyscall,
         Error::BadSlot,
         Error::EmptySlot,
@@ -58,6 +61,7 @@ impl Error {
         Error::WrongState,
         Error::NoReceiveSlot,
         Error::NoSpace,
+        Error::CheckpointFailed,
     ];
 
     /// The error with code `n`; `None` for 0 (success) and unknown codes.
@@ -92,6 +96,7 @@ impl Error {
             Error::WrongState => "object is not in a state that allows this call",
             Error::NoReceiveSlot => "receiver named no slot for the capability",
             Error::NoSpace => "receiver cannot hold another memory region",
+            Error::CheckpointFailed => "the checkpoint could not be committed",
         }
     }
 }
@@ -115,7 +120,7 @@ mod tests {
         }
         assert_eq!(Error::from_u32(0), None, "0 means success, not an error");
         assert_eq!(Error::check(0), Ok(()));
-        assert_eq!(Error::from_u32(14), None);
+        assert_eq!(Error::from_u32(15), None);
         assert_eq!(Error::check(999), Err(Error::BadSyscall));
     }
 }

@@ -40,6 +40,7 @@
 //! | 18 | `ObjDelete` | a0 = slot | – | slot errors, `NoRights` (DELETE), `WrongKind` (CapGroup) |
 //! | 19 | `TaskInfo` | a0 = task slot or [`NO_SLOT`] for the caller | a1 = thread id, a2 = [`TaskState`], a3 = exit code | slot errors, `NoRights` (READ) |
 //! | 20 | `Now` | – | a1/a2 = ticks since boot, low/high | – |
+//! | 21 | `Checkpoint` | – | – (blocks until a checkpoint containing the caller has committed) | `CheckpointFailed` |
 //!
 //! "Slot errors" are `BadSlot`, `EmptySlot`, `WrongKind`. "Descriptor errors" are
 //! `BadPointer`, `TooLong`, `BadSlot`, `EmptySlot`, `NoRights` (the transferred cap
@@ -59,6 +60,17 @@
 //!
 //! Blocking: `Send` and `Call` block until a receiver takes the message, `Call` then
 //! until the reply; `Recv`, `Wait` and `IrqWait` block until something arrives.
+//!
+//! # Checkpoint
+//!
+//! `Checkpoint` asks the kernel for a whole-system checkpoint and blocks until one has
+//! committed (for external synchrony: what the task did before the call survives any
+//! later power cut). It returns `a0` = 0 once a checkpoint that contains the caller is
+//! committed, or `CheckpointFailed` if the kernel could not write it. After a power
+//! cut, a task that was waiting in `Checkpoint` when the checkpoint it is restored
+//! from was taken resumes with `a0` = 0: that checkpoint is the one it waited for. On
+//! return the caller is queued in its priority's round robin as of the moment it
+//! called.
 
 #![cfg_attr(not(test), no_std)]
 

@@ -47,11 +47,13 @@ pub enum Sysno {
     TaskInfo = 19,
     /// Tells the kernel's tick count.
     Now = 20,
+    /// Waits until the kernel has committed a checkpoint that includes the caller.
+    Checkpoint = 21,
 }
 
 impl Sysno {
     /// Every syscall, in number order.
-    pub const ALL: [Sysno; 21] = [
+    pub const ALL: [Sysno; 22] = [
         Sysno::Null,
         Sysno::Yield,
         Sysno::Exit,
@@ -73,6 +75,7 @@ impl Sysno {
         Sysno::ObjDelete,
         Sysno::TaskInfo,
         Sysno::Now,
+        Sysno::Checkpoint,
     ];
 
     /// The syscall with number `n`, or `None` for an unknown number.
@@ -143,7 +146,7 @@ mod tests {
             assert_eq!(Sysno::from_u32(i as u32), Some(*s));
         }
         assert_eq!(
-            Sysno::from_u32(21),
+            Sysno::from_u32(22),
             None,
             "numbers past the table are unknown"
         );

@@ -26,6 +26,7 @@ pub const MEM_SIZE: u32 = 17 * TASK_SIZE;
 pub const DEVICE_BASE: u32 = 0x1000_0000;
 
 /// The fake physical memory. Any access outside it means the kernel skipped a check.
+#[derive(Clone)]
 pub struct FakeMem {
     pub bytes: Vec<u8>,
     /// When set: the only ranges the kernel may read (`false`) or write (`true`) as
@@ -93,7 +94,7 @@ impl UserMemory for FakeMem {
 }
 
 /// A platform that records what the kernel asked of it.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct FakePlat {
     pub console: Vec<(String, Vec<u8>)>,
     pub enabled: Vec<u32>,
