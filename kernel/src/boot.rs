@@ -6,11 +6,13 @@
 //! unless the device is blank or the user asked for it.
 
 use crate::bootargs::{self, Mode};
+use crate::cut::CutNvm;
 use crate::exit::ExitCode;
+use crate::task::SystemNvm;
 use crate::{arch, board, console, heap, task};
 use alloc::vec::Vec;
 use amber_format::{FormatPolicy, NvmHeader, Opened};
-use amber_nvm::{MmioNvm, Nvm};
+use amber_nvm::Nvm;
 use core::fmt::Display;
 use log::{error, info};
 
@@ -20,7 +22,7 @@ const IDLE_TEST_TICKS: u32 = 10;
 const STRESS_PRINT_EVERY: u64 = 16;
 
 /// Reports `why` and stops with `code`.
-fn fatal(code: ExitCode, why: impl Display) -> ! {
+pub(crate) fn fatal(code: ExitCode, why: impl Display) -> ! {
     error!("{why}");
     error!("boot stopped (exit code {})", code.code());
     board::exit(code)
@@ -36,16 +38,22 @@ pub extern "C" fn kmain(_hartid: usize, dtb: usize) -> ! {
     info!("Amber on QEMU virt (RV32IMC, M-mode); boot options `{cmdline}`");
     heap_self_check();
 
-    let mut nvm = board::find_nvm().unwrap_or_else(|e| fatal(ExitCode::NoNvmDevice, e));
+    let window = board::find_nvm().unwrap_or_else(|e| fatal(ExitCode::NoNvmDevice, e));
+    let mut nvm = CutNvm::new(window, args.cut, power_cut);
     let mut header = open_nvm(&mut nvm, args.format);
 
     board::init_interrupts();
     match args.mode {
-        Mode::Normal if task::have_tasks() => task::start(),
+        Mode::Normal if task::have_tasks() => task::start(nvm, &header, &args),
         Mode::Normal | Mode::IdleTest => idle(args.mode),
         Mode::NvmStress => nvm_stress(&mut nvm, &mut header),
         Mode::PanicTest => panic!("panic requested by amber.test=panic"),
     }
+}
+
+/// An injected power cut (`amber.cut`): the torn store is written; stop at once.
+fn power_cut() -> ! {
+    board::exit(ExitCode::PowerCut)
 }
 
 /// Allocates and frees through the kernel heap, so a broken heap stops boot here.
@@ -65,7 +73,7 @@ fn heap_self_check() {
 }
 
 /// Opens (or formats) the NVM and counts this boot in its boot record.
-fn open_nvm(nvm: &mut MmioNvm, format: bool) -> NvmHeader {
+fn open_nvm(nvm: &mut SystemNvm, format: bool) -> NvmHeader {
     let policy = if format {
         FormatPolicy::Always
     } else {
@@ -123,7 +131,7 @@ fn idle(mode: Mode) -> ! {
 
 /// Rewrites the boot record as fast as possible, printing the committed count, so
 /// that the host can cut power at any instant and check nothing committed is lost.
-fn nvm_stress(nvm: &mut MmioNvm, header: &mut NvmHeader) -> ! {
+fn nvm_stress(nvm: &mut SystemNvm, header: &mut NvmHeader) -> ! {
     info!("nvm-stress: rewriting the boot record in a loop");
     let mut rec = header.boot_record();
     loop {

@@ -7,6 +7,10 @@
 //! | `amber.test=idle`      | exit with success after 10 timer ticks and one UART byte |
 //! | `amber.test=nvm-stress`| rewrite the boot record forever, printing the count      |
 //! | `amber.test=panic`     | panic on purpose (tests the panic path)                  |
+//! | `amber.cut=K` or `K:B` | power cut: stop at the K-th NVM store since boot (from 1), |
+//! |                        | after writing its first B bytes (default 0)              |
+//! | `amber.memtrack=MODE`  | task memory dirty tracking: `protect` (PMP write-protect, |
+//! |                        | first store traps; default) or `copy` (copy every checkpoint) |
 //!
 //! Words that do not start with `amber.` belong to someone else and are ignored; an
 //! `amber.` word this file does not know is an error, so a typo never goes unnoticed.
@@ -28,12 +32,33 @@ pub enum Mode {
     PanicTest,
 }
 
+/// How checkpoints find the task memory that changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemTrack {
+    /// After each checkpoint PMP makes task RAM read-only; the first store traps and
+    /// marks it dirty. Clean memory is not copied.
+    Protect,
+    /// Every checkpoint copies all task RAM.
+    Copy,
+}
+
+/// A power cut injected at an NVM store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CutAt {
+    /// The store (counted from 1 since boot) that is torn.
+    pub store: u64,
+    /// Bytes of that store that reach NVM.
+    pub keep: usize,
+}
+
 /// The parsed options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BootArgs {
     pub format: bool,
     pub log: LevelFilter,
     pub mode: Mode,
+    pub cut: Option<CutAt>,
+    pub memtrack: MemTrack,
 }
 
 impl Default for BootArgs {
@@ -42,6 +67,8 @@ impl Default for BootArgs {
             format: false,
             log: LevelFilter::Info,
             mode: Mode::Normal,
+            cut: None,
+            memtrack: MemTrack::Protect,
         }
     }
 }
@@ -90,11 +117,24 @@ pub fn parse(cmdline: &str) -> Result<BootArgs, BootArgError<'_>> {
             ("test", Some("idle")) => args.mode = Mode::IdleTest,
             ("test", Some("nvm-stress")) => args.mode = Mode::NvmStress,
             ("test", Some("panic")) => args.mode = Mode::PanicTest,
-            ("format" | "log" | "test", _) => return Err(bad()),
+            ("cut", Some(v)) => args.cut = Some(parse_cut(v).ok_or_else(bad)?),
+            ("memtrack", Some("protect")) => args.memtrack = MemTrack::Protect,
+            ("memtrack", Some("copy")) => args.memtrack = MemTrack::Copy,
+            ("format" | "log" | "test" | "cut" | "memtrack", _) => return Err(bad()),
             _ => return Err(BootArgError::UnknownOption(word)),
         }
     }
     Ok(args)
+}
+
+/// `K` or `K:B`, with K >= 1.
+fn parse_cut(v: &str) -> Option<CutAt> {
+    let (k, b) = match v.split_once(':') {
+        Some((k, b)) => (k, b.parse().ok()?),
+        None => (v, 0),
+    };
+    let store: u64 = k.parse().ok()?;
+    (store >= 1).then_some(CutAt { store, keep: b })
 }
 
 #[cfg(test)]
@@ -132,5 +172,26 @@ mod tests {
         assert!(parse("amber.log=loud").is_err());
         assert!(parse("amber.format=yes").is_err(), "format takes no value");
         assert!(parse("amber.test").is_err(), "test needs a value");
+        assert!(parse("amber.cut=0").is_err(), "stores count from 1");
+        assert!(parse("amber.cut=x:1").is_err());
+        assert!(parse("amber.memtrack=sometimes").is_err());
+    }
+
+    #[test]
+    fn power_cuts_and_memory_tracking_are_understood() {
+        let a = parse("amber.cut=120:3 amber.memtrack=copy").unwrap();
+        assert_eq!(
+            a.cut,
+            Some(CutAt {
+                store: 120,
+                keep: 3
+            })
+        );
+        assert_eq!(a.memtrack, MemTrack::Copy);
+        assert_eq!(
+            parse("amber.cut=7").unwrap().cut,
+            Some(CutAt { store: 7, keep: 0 })
+        );
+        assert_eq!(parse("").unwrap().memtrack, MemTrack::Protect);
     }
 }

@@ -18,6 +18,9 @@ pub enum ExitCode {
     NvmIo = 4,
     /// A boot option was malformed.
     BadBootArgs = 5,
+    /// A power cut was injected (`amber.cut`): not a failure of the kernel, the
+    /// crash harness asked for it.
+    PowerCut = 6,
 }
 
 impl ExitCode {

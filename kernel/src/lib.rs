@@ -19,6 +19,7 @@
 #![cfg_attr(target_os = "none", no_std)]
 
 pub mod bootargs;
+pub mod cut;
 pub mod exit;
 pub mod pmp;
 
@@ -31,6 +32,8 @@ pub mod arch;
 pub mod board;
 #[cfg(target_os = "none")]
 mod boot;
+#[cfg(target_os = "none")]
+mod checkpoint;
 #[cfg(target_os = "none")]
 mod console;
 #[cfg(target_os = "none")]

@@ -179,6 +179,11 @@ impl Qemu {
         let _ = self.child.wait();
     }
 
+    /// QEMU's exit code if it has exited by itself, without waiting.
+    pub fn try_exit_code(&mut self) -> Option<i32> {
+        self.child.try_wait().ok().flatten().and_then(|s| s.code())
+    }
+
     /// Waits for QEMU to exit by itself and returns its exit code.
     pub fn exit_code(&mut self) -> i32 {
         let deadline = Instant::now() + TIMEOUT;

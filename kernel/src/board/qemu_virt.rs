@@ -120,30 +120,45 @@ pub fn timer_interrupt() {
     set_timer(mtime() + TICK);
 }
 
+/// The console byte that stands for the power-failure interrupt (PFI): Ctrl-P. The
+/// host raises the PFI by sending it; on a board it would be a comparator's GPIO.
+pub const POWER_FAIL_BYTE: u8 = 0x10;
+
+/// What an external interrupt turned out to be.
+pub enum External {
+    /// A device interrupt for a task; it stays masked in the PLIC until
+    /// [`irq_complete`] (the task's acknowledge).
+    Irq(u32),
+    /// The power is failing: checkpoint now.
+    PowerFailure,
+}
+
 /// An external interrupt: claim it from the PLIC. The console UART is served and
-/// completed here; any other source is returned to be delivered to its task, and
-/// stays masked in the PLIC until [`irq_complete`] (the task's acknowledge).
-pub fn external_interrupt() -> Option<u32> {
+/// completed here; any other source is returned to be delivered to its task.
+pub fn external_interrupt() -> Option<External> {
     let irq = mmio_read(PLIC_CLAIM_CTX0);
     if irq == 0 {
         return None;
     }
     if irq != UART_IRQ {
-        return Some(irq);
+        return Some(External::Irq(irq));
     }
+    let mut power_fail = false;
     loop {
         // The guard must be gone before logging, which locks the UART again.
         let Some(byte) = CONSOLE_UART.lock().receive() else {
             break;
         };
-        UART_RX.store(
-            UART_RX.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Relaxed,
-        );
-        log::info!("console: received byte {byte:#04x}");
+        let count = UART_RX.load(Ordering::Relaxed).wrapping_add(1);
+        UART_RX.store(count, Ordering::Relaxed);
+        if byte == POWER_FAIL_BYTE {
+            power_fail = true;
+        } else {
+            log::info!("console: received byte {byte:#04x}");
+        }
     }
     mmio_write(PLIC_CLAIM_CTX0, irq);
-    None
+    power_fail.then_some(External::PowerFailure)
 }
 
 /// Routes PLIC source `irq` to M-mode (priority 1). Sources above 31 are not wired

@@ -30,8 +30,9 @@ commands:
       --bootargs ARGS   extra kernel options, e.g. \"amber.log=debug\"
   bench                 print the benchmarks: syscall and IPC cost in instructions (QEMU,
                         -icount) and the vNV-Heap figures (CSV and SVG in target/vnv-bench)
-  test                  run every check: rustfmt, clippy (host and device), host unit
+  test [options]        run every check: rustfmt, clippy (host and device), host unit
                         tests, and the QEMU integration tests in tests/
+      --crash-cycles N  crash-and-reboot cycles per workload (default 100)
 ";
 
 fn main() -> ExitCode {
@@ -43,7 +44,7 @@ fn main() -> ExitCode {
         }
         .map(|k| println!("{}", k.display())),
         Some("run") => run(&args[1..]),
-        Some("test") => test(),
+        Some("test") => test(&args[1..]),
         Some("bench") => bench(),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
@@ -275,7 +276,20 @@ fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
-fn test() -> Result<(), String> {
+fn test(args: &[String]) -> Result<(), String> {
+    let cycles = match args {
+        [] => None,
+        [flag, n] if flag == "--crash-cycles" => Some(
+            n.parse::<u32>()
+                .map_err(|_| format!("--crash-cycles takes a number, not `{n}`"))?,
+        ),
+        _ => {
+            return Err(format!(
+                "unknown options for test: {}\n\n{USAGE}",
+                args.join(" ")
+            ))
+        }
+    };
     // Fail before any long build when QEMU is missing, naming the package.
     find_qemu().map_err(|e| e.to_string())?;
     step(
@@ -310,12 +324,16 @@ fn test() -> Result<(), String> {
     for name in app_names()? {
         build_app(&name)?;
     }
+    let mut cmd = cargo();
+    cmd.args(["test", "--workspace"])
+        .env("AMBER_KERNEL", &kernel)
+        .env("AMBER_APPS", root().join("target/amber/apps"));
+    if let Some(n) = cycles {
+        cmd.env("AMBER_CRASH_CYCLES", n.to_string());
+    }
     step(
         "running host unit tests and QEMU integration tests",
-        cargo()
-            .args(["test", "--workspace"])
-            .env("AMBER_KERNEL", &kernel)
-            .env("AMBER_APPS", root().join("target/amber/apps")),
+        &mut cmd,
     )
 }
 

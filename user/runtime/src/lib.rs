@@ -12,6 +12,7 @@
 #![cfg_attr(not(test), no_std)]
 
 mod console;
+mod rng;
 #[cfg(target_os = "none")]
 mod rt;
 mod sys;
@@ -19,6 +20,7 @@ mod sys;
 pub use amber_abi as abi;
 pub use amber_abi::{Error, IpcDesc, Rights};
 pub use console::{_print, Console};
+pub use rng::Rng;
 pub use sys::*;
 
 /// Exit code of a task that panicked.

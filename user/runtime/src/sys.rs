@@ -181,3 +181,9 @@ pub fn task_info(slot: Option<u32>) -> Result<(u32, u32, u32), Error> {
 pub fn now() -> u64 {
     call(Sysno::Now, [0; 6]).map_or(0, |r| r[1] as u64 | (r[2] as u64) << 32)
 }
+
+/// Asks for a whole-system checkpoint and returns once it has committed: everything
+/// this task did before the call survives any later power cut.
+pub fn checkpoint() -> Result<(), Error> {
+    call(Sysno::Checkpoint, [0; 6]).map(drop)
+}

@@ -10,7 +10,7 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_user::abi::{ObjKind, Sysno};
-use amber_user::{call_ep, cap_info, now, println, syscall, Rights};
+use amber_user::{call_ep, cap_info, now, println, syscall, Rights, Rng};
 
 amber_user::main!(main);
 
@@ -38,15 +38,12 @@ fn cycles() -> u32 {
     0
 }
 
-/// xorshift32: small, seeded, good enough to spread arguments.
-struct Rng(u32);
+/// Argument generation on top of the runtime's generator.
+struct Args(Rng);
 
-impl Rng {
+impl Args {
     fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
+        self.0.next_u32()
     }
 
     /// An argument: often a value that reaches deep into the kernel's checks
@@ -92,7 +89,7 @@ fn main() {
     let own = &stack_var as *const u32 as usize as u32;
     let seed = FIXED_SEED.unwrap_or((cycles() ^ now() as u32 ^ 0x9E37_79B9) | 1);
     println!("sysfuzz: seed {seed:#010x}, {ROUNDS} random syscalls");
-    let mut rng = Rng(seed);
+    let mut rng = Args(Rng::new(seed));
     let (mut ok, mut failed, mut skipped) = (0u32, 0u32, 0u32);
     for _ in 0..ROUNDS {
         // Mostly real syscall numbers, sometimes numbers that are not.

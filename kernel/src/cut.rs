@@ -1,0 +1,101 @@
+//! Injected power cuts (`amber.cut=K:B`): an `Nvm` wrapper that counts stores and, at
+//! the K-th, lets only its first B bytes reach NVM and then stops the machine at once,
+//! exactly as a power failure in the middle of that store would.
+//!
+//! The crash harness uses it to cut at chosen stores, reproducibly; SIGKILL of QEMU
+//! gives the random instants. This wrapper must never change a store it does not cut.
+
+use crate::bootargs::CutAt;
+use amber_nvm::{Nvm, NvmError};
+
+/// An `Nvm` that may be cut at one store.
+pub struct CutNvm<N> {
+    inner: N,
+    stores: u64,
+    cut: Option<CutAt>,
+    stop: fn() -> !,
+}
+
+impl<N: Nvm> CutNvm<N> {
+    /// Wraps `inner`; at the store `cut` names, calls `stop`, which must not return.
+    pub fn new(inner: N, cut: Option<CutAt>, stop: fn() -> !) -> Self {
+        CutNvm {
+            inner,
+            stores: 0,
+            cut,
+            stop,
+        }
+    }
+
+    /// Stores made since boot.
+    pub fn stores(&self) -> u64 {
+        self.stores
+    }
+}
+
+impl<N: Nvm> Nvm for CutNvm<N> {
+    fn size(&self) -> u32 {
+        self.inner.size()
+    }
+
+    fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), NvmError> {
+        self.inner.read(offset, buf)
+    }
+
+    fn write(&mut self, offset: u32, data: &[u8]) -> Result<(), NvmError> {
+        self.stores += 1;
+        match self.cut {
+            Some(cut) if cut.store == self.stores => {
+                let keep = cut.keep.min(data.len());
+                // A failed torn write changes nothing the cut would not.
+                let _ = self.inner.write(offset, &data[..keep]);
+                self.inner.fence();
+                (self.stop)()
+            }
+            _ => self.inner.write(offset, data),
+        }
+    }
+
+    fn fence(&mut self) {
+        self.inner.fence()
+    }
+
+    fn flush(&mut self) -> Result<(), NvmError> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amber_nvm::sim::VecNvm;
+
+    fn stop() -> ! {
+        panic!("power cut")
+    }
+
+    #[test]
+    fn the_chosen_store_is_torn_and_the_machine_stops_there() {
+        let mut nvm = CutNvm::new(VecNvm::new(16), Some(CutAt { store: 2, keep: 1 }), stop);
+        nvm.write(0, &[1, 1]).unwrap();
+        let cut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = nvm.write(2, &[2, 2, 2]);
+        }));
+        assert!(cut.is_err(), "the second store must stop the machine");
+        assert_eq!(
+            &nvm.inner.image()[..5],
+            &[1, 1, 2, 0, 0],
+            "only one byte of it may land"
+        );
+    }
+
+    #[test]
+    fn without_a_cut_every_store_passes_and_is_counted() {
+        let mut nvm = CutNvm::new(VecNvm::new(16), None, stop);
+        for i in 0..5 {
+            nvm.write(i, &[9]).unwrap();
+        }
+        assert_eq!(nvm.stores(), 5);
+        assert_eq!(&nvm.inner.image()[..5], &[9; 5]);
+    }
+}
