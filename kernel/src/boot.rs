@@ -40,14 +40,17 @@ pub extern "C" fn kmain(_hartid: usize, dtb: usize) -> ! {
 
     let window = board::find_nvm().unwrap_or_else(|e| fatal(ExitCode::NoNvmDevice, e));
     let mut nvm = CutNvm::new(window, args.cut, power_cut);
-    let mut header = open_nvm(&mut nvm, args.format);
+    let (mut header, how) = open_nvm(&mut nvm, args.format);
 
     board::init_interrupts();
     match args.mode {
-        Mode::Normal if task::have_tasks() => task::start(nvm, &header, &args),
+        Mode::Normal if task::have_tasks() => {
+            task::start(nvm, &header, how == Opened::Formatted, &args)
+        }
         Mode::Normal | Mode::IdleTest => idle(args.mode),
         Mode::NvmStress => nvm_stress(&mut nvm, &mut header),
         Mode::PanicTest => panic!("panic requested by amber.test=panic"),
+        Mode::CkptBench => crate::ckbench::run(&mut nvm, header.superblock.kernel_area),
     }
 }
 
@@ -73,7 +76,7 @@ fn heap_self_check() {
 }
 
 /// Opens (or formats) the NVM and counts this boot in its boot record.
-fn open_nvm(nvm: &mut SystemNvm, format: bool) -> NvmHeader {
+fn open_nvm(nvm: &mut SystemNvm, format: bool) -> (NvmHeader, Opened) {
     let policy = if format {
         FormatPolicy::Always
     } else {
@@ -107,7 +110,7 @@ fn open_nvm(nvm: &mut SystemNvm, format: bool) -> NvmHeader {
             header.superblock.version, rec.boots, rec.stress
         ),
     }
-    header
+    (header, how)
 }
 
 /// The idle loop: sleep until an interrupt, forever (or until the idle test passes).

@@ -7,6 +7,7 @@
 //! | `amber.test=idle`      | exit with success after 10 timer ticks and one UART byte |
 //! | `amber.test=nvm-stress`| rewrite the boot record forever, printing the count      |
 //! | `amber.test=panic`     | panic on purpose (tests the panic path)                  |
+//! | `amber.test=ckpt-bench`| measure checkpoint and recovery cost (formats the area!) |
 //! | `amber.cut=K` or `K:B` | power cut: stop at the K-th NVM store since boot (from 1), |
 //! |                        | after writing its first B bytes (default 0)              |
 //! | `amber.memtrack=MODE`  | task memory dirty tracking: `protect` (PMP write-protect, |
@@ -30,6 +31,8 @@ pub enum Mode {
     NvmStress,
     /// Panic on purpose.
     PanicTest,
+    /// Measure checkpoints on synthetic systems (formats the checkpoint area).
+    CkptBench,
 }
 
 /// How checkpoints find the task memory that changed.
@@ -117,6 +120,7 @@ pub fn parse(cmdline: &str) -> Result<BootArgs, BootArgError<'_>> {
             ("test", Some("idle")) => args.mode = Mode::IdleTest,
             ("test", Some("nvm-stress")) => args.mode = Mode::NvmStress,
             ("test", Some("panic")) => args.mode = Mode::PanicTest,
+            ("test", Some("ckpt-bench")) => args.mode = Mode::CkptBench,
             ("cut", Some(v)) => args.cut = Some(parse_cut(v).ok_or_else(bad)?),
             ("memtrack", Some("protect")) => args.memtrack = MemTrack::Protect,
             ("memtrack", Some("copy")) => args.memtrack = MemTrack::Copy,

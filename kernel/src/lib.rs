@@ -35,6 +35,8 @@ mod boot;
 #[cfg(target_os = "none")]
 mod checkpoint;
 #[cfg(target_os = "none")]
+mod ckbench;
+#[cfg(target_os = "none")]
 mod console;
 #[cfg(target_os = "none")]
 mod heap;

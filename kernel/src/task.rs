@@ -85,8 +85,10 @@ fn now_ticks() -> u64 {
 }
 
 /// Recovers the system from the last committed checkpoint, or boots the app fresh and
-/// commits checkpoint 1, then runs the tasks. Never returns.
-pub fn start(mut nvm: SystemNvm, header: &NvmHeader, args: &BootArgs) -> ! {
+/// commits checkpoint 1, then runs the tasks. A device formatted during this boot
+/// (`formatted`) gets a fresh checkpoint area too: nothing of before survives a
+/// format. Never returns.
+pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &BootArgs) -> ! {
     // From here on the kernel runs with interrupts off except while idling in `wfi`,
     // so the statics are never locked by interrupted code.
     riscv::interrupt::disable();
@@ -105,46 +107,10 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, args: &BootArgs) -> ! {
     }
     let area = header.superblock.kernel_area;
     let fingerprint = app_fingerprint(tasks);
-    let start = riscv::register::minstret::read64();
-    let recovered = match Manager::recover(&mut nvm, area) {
-        Ok((mgr, report)) if mgr.committed().0 > 0 => {
-            let meta = Meta::decode(&mgr.meta());
-            if meta.app != fingerprint {
-                crate::boot::fatal(
-                    ExitCode::NvmRefused,
-                    format_args!(
-                        "the NVM holds a checkpoint of another app (fingerprint {:#010x}, this \
-                         image is {fingerprint:#010x}); refusing to restore it. Boot with \
-                         amber.format (cargo xtask run --format) to start this app afresh",
-                        meta.app
-                    ),
-                );
-            }
-            if let Some((from, to)) = report.lost_versions {
-                warn!(
-                    "checkpoint corruption: versions {}..={} are lost; resuming from version {}",
-                    from.0 + 1,
-                    to.0,
-                    report.resumed.0
-                );
-            }
-            restore(&mut nvm, &mgr, tasks);
-            *TICK_BASE.lock() = meta.ticks;
-            info!(
-                "recovered checkpoint {} in {} instructions ({} uncommitted descriptors erased)",
-                mgr.committed().0,
-                riscv::register::minstret::read64() - start,
-                report.erased_uncommitted
-            );
-            mgr
-        }
-        // Nothing committed yet: the app boots fresh below.
-        Ok((mgr, _)) => mgr,
-        Err(e) if e.is_unformatted() => format_area(&mut nvm, area),
-        Err(e) => crate::boot::fatal(
-            ExitCode::NvmRefused,
-            format_args!("cannot recover from the NVM: {e}. Nothing was changed"),
-        ),
+    let recovered = if formatted {
+        format_area(&mut nvm, area)
+    } else {
+        recover(&mut nvm, area, tasks, fingerprint)
     };
     let mut persist = Persist {
         nvm,
@@ -182,6 +148,60 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, args: &BootArgs) -> ! {
     );
     *PERSIST.lock() = Some(persist);
     next_or_idle()
+}
+
+/// Recovers the committed checkpoint into the kernel and task memory, if there is
+/// one; returns the manager (with nothing committed when the app must boot fresh).
+fn recover(
+    nvm: &mut SystemNvm,
+    area: amber_format::Region,
+    tasks: &'static [TaskImage],
+    fingerprint: u32,
+) -> Manager {
+    let start = riscv::register::minstret::read64();
+    match Manager::recover(nvm, area) {
+        Ok((mgr, report)) if mgr.committed().0 > 0 => {
+            let meta = Meta::decode(&mgr.meta());
+            if meta.app != fingerprint {
+                crate::boot::fatal(
+                    ExitCode::NvmRefused,
+                    format_args!(
+                        "the NVM holds a checkpoint of another app (fingerprint {:#010x}, this \
+                         image is {fingerprint:#010x}); refusing to restore it. Boot with \
+                         amber.format (cargo xtask run --format) to start this app afresh",
+                        meta.app
+                    ),
+                );
+            }
+            if let Some((from, to)) = report.lost_versions {
+                warn!(
+                    "checkpoint corruption: versions {}..={} are lost; resuming from version {}",
+                    from.0 + 1,
+                    to.0,
+                    report.resumed.0
+                );
+            }
+            restore(nvm, &mgr, tasks);
+            *TICK_BASE.lock() = meta.ticks;
+            info!(
+                "recovered checkpoint {} in {} instructions ({} uncommitted descriptors erased)",
+                mgr.committed().0,
+                riscv::register::minstret::read64() - start,
+                report.erased_uncommitted
+            );
+            mgr
+        }
+        // Nothing committed yet: the app boots fresh below.
+        Ok((mgr, _)) => mgr,
+        Err(e) if e.is_unformatted() => format_area(nvm, area),
+        Err(e) => crate::boot::fatal(
+            ExitCode::NvmRefused,
+            format_args!(
+                "cannot recover from the NVM: {e}. The checkpoint area was not changed; \
+                 boot with amber.format (cargo xtask run --format) to start afresh"
+            ),
+        ),
+    }
 }
 
 /// A manager over a freshly formatted, empty checkpoint area.

@@ -39,9 +39,12 @@ pub fn app(name: &str) -> PathBuf {
     }
 }
 
-/// A machine booting app `name` with a fresh NVM image.
+/// A machine booting app `name` with a fresh NVM image of its own (each call gets
+/// another scratch directory, so tests in parallel never share an image).
 pub fn app_machine(name: &str) -> Machine {
-    let image = scratch(&format!("app-{name}")).join("nvm.img");
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let image = scratch(&format!("app-{name}-{}-{n}", std::process::id())).join("nvm.img");
     Machine::new(app(name)).nvm(image, amber_qemu::DEFAULT_NVM_SIZE)
 }
 

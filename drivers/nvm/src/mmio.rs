@@ -54,7 +54,7 @@ impl Nvm for MmioNvm {
         let mut at = offset as usize;
         let mut chunks = buf.chunks_mut(4);
         for chunk in &mut chunks {
-            if chunk.len() == 4 && at % 4 == 0 {
+            if chunk.len() == 4 && at.is_multiple_of(4) {
                 // SAFETY: `check_range` proved `[at, at + 4)` lies in the window, which
                 // `new`'s contract makes valid for volatile reads; `at` is 4-aligned.
                 let w = unsafe { (self.base.add(at) as *const u32).read_volatile() };
@@ -77,7 +77,7 @@ impl Nvm for MmioNvm {
         check_range(offset, data.len(), self.size)?;
         let mut at = offset as usize;
         for chunk in data.chunks(4) {
-            if chunk.len() == 4 && at % 4 == 0 {
+            if chunk.len() == 4 && at.is_multiple_of(4) {
                 let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
                 // SAFETY: in bounds and 4-aligned, as in `read`; the window is ours to
                 // write.

@@ -320,6 +320,7 @@ fn test(args: &[String]) -> Result<(), String> {
             "warnings",
         ]),
     )?;
+    let _ = std::fs::remove_dir_all(root().join("target/amber-tests"));
     let kernel = build_kernel(None)?;
     for name in app_names()? {
         build_app(&name)?;
@@ -337,19 +338,24 @@ fn test(args: &[String]) -> Result<(), String> {
     )
 }
 
-/// Runs the benchmarks and prints their figures. They measure; they never pass or fail
-/// on a number (except vnv-bench, which says plainly when a stated target is not met).
-fn bench() -> Result<(), String> {
-    find_qemu().map_err(|e| e.to_string())?;
-    let kernel = build_app("bench")?;
+/// Boots `kernel` under `-icount shift=0,sleep=off` on a fresh NVM image with
+/// `bootargs`, prints every console line containing `marker` until `count` of them
+/// have come (or the machine stops), and returns them.
+fn icount_run(
+    kernel: &Path,
+    bootargs: &str,
+    marker: &str,
+    count: usize,
+) -> Result<Vec<String>, String> {
     let dir = root().join("target/amber/bench");
     let nvm = dir.join("nvm.img");
     let _ = std::fs::remove_file(&nvm);
     ensure_nvm_image(&nvm, DEFAULT_NVM_SIZE)
         .map_err(|e| format!("cannot create {}: {e}", nvm.display()))?;
-    let mut machine = Machine::new(kernel).nvm(&nvm, DEFAULT_NVM_SIZE);
+    let mut machine = Machine::new(kernel)
+        .nvm(&nvm, DEFAULT_NVM_SIZE)
+        .bootargs(bootargs);
     machine.icount = true;
-    eprintln!("xtask: running the bench app under -icount shift=0,sleep=off");
     let mut child = machine
         .command()
         .map_err(|e| e.to_string())?
@@ -358,21 +364,51 @@ fn bench() -> Result<(), String> {
         .spawn()
         .map_err(|e| format!("cannot start QEMU: {e}"))?;
     let stdout = child.stdout.take().expect("stdout is piped");
-    let mut figures = 0;
+    let mut found = Vec::new();
     for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
         let Ok(line) = line else { break };
-        if line.contains("[bench] bench:") {
-            println!("{}", line.trim_end());
-            figures += 1;
+        if line.contains("KERNEL PANIC") {
+            return Err(format!("the kernel panicked: {line}"));
         }
-        if figures == 2 || line.contains("KERNEL PANIC") {
+        if line.contains(marker) {
+            println!("{}", line.trim_end());
+            found.push(line);
+        }
+        if found.len() == count {
             break;
         }
     }
     let _ = child.kill();
     let _ = child.wait();
-    if figures < 2 {
-        return Err("the bench app did not print its figures".into());
+    if found.len() < count {
+        return Err(format!(
+            "expected {count} `{marker}` lines, got {}",
+            found.len()
+        ));
+    }
+    Ok(found)
+}
+
+/// Runs the benchmarks and prints their figures. They measure; they never pass or fail
+/// on a number (except vnv-bench, which says plainly when a stated target is not met).
+fn bench() -> Result<(), String> {
+    find_qemu().map_err(|e| e.to_string())?;
+    println!("== syscall and IPC cost (bench app, -icount) ==");
+    let kernel = build_app("bench")?;
+    icount_run(&kernel, "", "[bench] bench:", 2)?;
+    println!("== checkpoint pause and recovery (amber.test=ckpt-bench, -icount) ==");
+    let kernel = build_kernel(None)?;
+    icount_run(&kernel, "amber.test=ckpt-bench", "ckbench:", 16)?;
+    println!("== task memory tracking on the bank app: PMP write protection vs whole copy ==");
+    let kernel = build_app("bank")?;
+    for mode in ["protect", "copy"] {
+        print!("memtrack={mode}: ");
+        icount_run(
+            &kernel,
+            &format!("amber.memtrack={mode}"),
+            "checkpoints: 500 since boot",
+            1,
+        )?;
     }
     step(
         "running the vNV-Heap benchmarks (tools/vnv-bench)",
