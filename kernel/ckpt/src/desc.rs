@@ -1,33 +1,43 @@
-//! Slot descriptors: the 32 bytes on NVM that say what one backup slot of an item holds.
+//! Slot descriptors: the 16 bytes on NVM that say what one backup slot of an item holds,
+//! sealed together with the data they describe by one checksum.
 //!
-//! Decoding must never trust bytes it cannot vouch for: anything that fails the CRC
-//! or has an impossible field decodes to [`Copy::Invalid`], never to a copy.
+//! One CRC covers the item id, the descriptor's fields and the data, so a copy is
+//! written as its data and 16 bytes, and checked as a whole: a torn or corrupt
+//! descriptor and torn or corrupt data look alike (the copy is [`Copy::Invalid`]),
+//! which is all recovery needs to know. Decoding must never trust bytes it cannot
+//! vouch for: anything that fails the CRC or has an impossible field decodes to
+//! [`Copy::Invalid`], never to a copy.
 
+use crate::checksum::Digest;
 use crate::error::Problem;
-use crate::layout::{BlockNo, Extent, Layout, DESC_LEN};
+use crate::layout::{blocks_for, BlockNo, Extent, Layout, DESC_LEN, LEN_BITS, MAX_VERSION};
 use crate::Version;
-use amber_format::crc32;
 
-/// Descriptor state byte values.
-const STATE_DATA: u8 = 1;
-const STATE_TOMBSTONE: u8 = 2;
-const STATE_ERASED: u8 = 3;
+/// Descriptor state values (bits 38..40 of the place field).
+const STATE_DATA: u32 = 1;
+const STATE_TOMBSTONE: u32 = 2;
+const STATE_ERASED: u32 = 3;
+
+/// Bytes of a descriptor before its CRC.
+pub(crate) const HEAD_LEN: usize = 12;
+
+const FIELD_MASK: u64 = (1 << LEN_BITS) - 1;
 
 /// What one backup slot holds.
 ///
-/// Encoding (32 bytes; all zero = [`Copy::Empty`]):
+/// Encoding (16 bytes; all zero = [`Copy::Empty`]):
 ///
 /// | offset | size | field                                                        |
 /// |--------|------|--------------------------------------------------------------|
-/// | 0      | 8    | version the copy belongs to (0 for an erased slot)           |
-/// | 8      | 2    | item id (must equal the ORoot's index)                       |
-/// | 10     | 1    | kind byte (data only)                                        |
-/// | 11     | 1    | state: 1 = data, 2 = tombstone (item deleted), 3 = erased    |
-/// | 12     | 4    | data length in bytes                                         |
-/// | 16     | 4    | extent: first block                                          |
-/// | 20     | 4    | extent: blocks (0, or a power of two)                        |
-/// | 24     | 4    | CRC-32 of the data                                           |
-/// | 28     | 4    | CRC-32 of bytes 0..28                                        |
+/// | 0      | 6    | version the copy belongs to, 48 bits (0 for an erased slot)  |
+/// | 6      | 1    | kind byte (data only, else 0)                                |
+/// | 7      | 5    | place, 40 bits: bits 0..19 data length in bytes; bits 19..38 first block of the extent; bits 38..40 state: 1 = data, 2 = tombstone (item deleted), 3 = erased |
+/// | 12     | 4    | CRC-32 of the item id (2 bytes), bytes 0..12, and the data   |
+///
+/// The extent holds `blocks_for(length)` blocks (0 when the length is 0, and then its
+/// first block is 0); tombstones and erased slots have length 0 and no data. The
+/// version bound is [`MAX_VERSION`]; lengths and block numbers are below 2^19
+/// (`layout::MAX_DATA_LEN`, `layout::MAX_BLOCKS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Copy {
     /// Never written since the area was formatted: the item had no copy here, ever.
@@ -38,7 +48,7 @@ pub enum Copy {
     Invalid(Problem),
     /// The item did not exist at `version` (it was deleted then).
     Tombstone { version: Version },
-    /// The item's bytes at `version`.
+    /// The item's bytes at `version`; `crc` seals them with the descriptor.
     Data {
         version: Version,
         kind: u8,
@@ -65,91 +75,174 @@ impl Copy {
         }
     }
 
-    pub fn encode(&self, id: u16) -> [u8; DESC_LEN] {
+    /// A data copy of `bytes` for item `id` at `extent`, and its descriptor: the CRC
+    /// is computed once, over the id, the head and `bytes`. `bytes.len()` must be at
+    /// most `MAX_DATA_LEN` and fit the extent.
+    #[inline]
+    pub fn data(
+        id: u16,
+        version: Version,
+        kind: u8,
+        extent: Extent,
+        bytes: &[u8],
+    ) -> (Copy, [u8; DESC_LEN]) {
+        let mut c = Copy::Data {
+            version,
+            kind,
+            len: bytes.len() as u32,
+            extent,
+            crc: 0,
+        };
+        let mut b = c.prefixed_head(id);
+        let mut d = Digest::new();
+        d.update(&b[..2 + HEAD_LEN]);
+        d.update(bytes);
+        let sum = d.finalize();
+        if let Copy::Data { crc, .. } = &mut c {
+            *crc = sum;
+        }
+        b.copy_within(2..2 + HEAD_LEN, 0);
+        b[HEAD_LEN..].copy_from_slice(&sum.to_le_bytes());
+        (c, b)
+    }
+
+    /// The first 12 bytes of the encoding (zero for `Empty` and `Invalid`).
+    pub fn head(&self) -> [u8; HEAD_LEN] {
+        let b = self.prefixed_head(0);
+        let mut h = [0u8; HEAD_LEN];
+        h.copy_from_slice(&b[2..2 + HEAD_LEN]);
+        h
+    }
+
+    /// The id (2 bytes), then the head, then two zero bytes: what the CRC covers
+    /// before the data.
+    #[inline]
+    fn prefixed_head(&self, id: u16) -> [u8; DESC_LEN] {
         let mut b = [0u8; DESC_LEN];
-        let (version, kind, state, len, extent, crc) = match *self {
+        let (version, kind, state, len, first) = match *self {
             Copy::Empty | Copy::Invalid(_) => return b,
-            Copy::Erased => (Version(0), 0, STATE_ERASED, 0, Extent::NONE, 0),
-            Copy::Tombstone { version } => (version, 0, STATE_TOMBSTONE, 0, Extent::NONE, 0),
+            Copy::Erased => (0, 0, STATE_ERASED, 0, 0),
+            Copy::Tombstone { version } => (version.0, 0, STATE_TOMBSTONE, 0, 0),
             Copy::Data {
                 version,
                 kind,
                 len,
                 extent,
-                crc,
-            } => (version, kind, STATE_DATA, len, extent, crc),
+                ..
+            } => (version.0, kind, STATE_DATA, len, extent.first.0),
         };
-        b[0..8].copy_from_slice(&version.0.to_le_bytes());
-        b[8..10].copy_from_slice(&id.to_le_bytes());
-        b[10] = kind;
-        b[11] = state;
-        b[12..16].copy_from_slice(&len.to_le_bytes());
-        b[16..20].copy_from_slice(&extent.first.0.to_le_bytes());
-        b[20..24].copy_from_slice(&extent.blocks.to_le_bytes());
-        b[24..28].copy_from_slice(&crc.to_le_bytes());
-        let c = crc32(&b[..28]);
-        b[28..32].copy_from_slice(&c.to_le_bytes());
+        b[0..2].copy_from_slice(&id.to_le_bytes());
+        b[2..8].copy_from_slice(&version.to_le_bytes()[..6]);
+        b[8] = kind;
+        // The 40-bit place field in 32-bit pieces (RV32 has no 64-bit shifts):
+        // length in bits 0..19, first block in 19..38, state in 38..40.
+        let low = len | first << LEN_BITS;
+        b[9..13].copy_from_slice(&low.to_le_bytes());
+        b[13] = (first >> (32 - LEN_BITS)) as u8 | (state << (2 * LEN_BITS - 32)) as u8;
         b
     }
 
-    pub fn decode(b: &[u8], id: u16, layout: &Layout) -> Copy {
-        if b.len() != DESC_LEN {
-            return Copy::Invalid(Problem::DescriptorField {
-                what: "descriptor has the wrong length",
-            });
+    /// The checksum over the item id and the head, before the data.
+    fn digest(&self, id: u16) -> Digest {
+        let mut d = Digest::new();
+        d.update(&self.prefixed_head(id)[..2 + HEAD_LEN]);
+        d
+    }
+
+    /// Whether `bytes` are this copy's data for item `id` (true for copies with no data).
+    pub fn seals(&self, id: u16, bytes: &[u8]) -> bool {
+        match *self {
+            Copy::Data { crc, .. } => {
+                let mut d = self.digest(id);
+                d.update(bytes);
+                d.finalize() == crc
+            }
+            _ => true,
         }
-        if b.iter().all(|&x| x == 0) {
-            return Copy::Empty;
-        }
-        let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-        if u32_at(28) != crc32(&b[..28]) {
-            return Copy::Invalid(Problem::DescriptorChecksum);
-        }
-        let bad = |what| Copy::Invalid(Problem::DescriptorField { what });
-        let mut v = [0u8; 8];
-        v.copy_from_slice(&b[0..8]);
-        let version = Version(u64::from_le_bytes(v));
-        if u16::from_le_bytes([b[8], b[9]]) != id {
-            return bad("it names another item");
-        }
-        let len = u32_at(12);
-        let extent = Extent {
-            first: BlockNo(u32_at(16)),
-            blocks: u32_at(20),
+    }
+
+    pub fn encode(&self, id: u16) -> [u8; DESC_LEN] {
+        let mut b = [0u8; DESC_LEN];
+        let crc = match *self {
+            Copy::Empty | Copy::Invalid(_) => return b,
+            Copy::Data { crc, .. } => crc,
+            _ => self.digest(id).finalize(),
         };
-        let no_payload = b[10] == 0 && len == 0 && extent == Extent::NONE && u32_at(24) == 0;
-        match b[11] {
+        b[..HEAD_LEN].copy_from_slice(&self.head());
+        b[HEAD_LEN..].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes the descriptor `b` of item `id`. For a data copy, `data` must feed the
+    /// `len` bytes at `extent` into the digest (from NVM); it is called only for a
+    /// well-formed extent inside the area.
+    pub fn decode<E>(
+        b: &[u8; DESC_LEN],
+        id: u16,
+        layout: &Layout,
+        data: impl FnOnce(&mut Digest, Extent, u32) -> Result<(), E>,
+    ) -> Result<Copy, E> {
+        if b.iter().all(|&x| x == 0) {
+            return Ok(Copy::Empty);
+        }
+        let bad = |what| Ok(Copy::Invalid(Problem::DescriptorField { what }));
+        let mut v = [0u8; 8];
+        v[..6].copy_from_slice(&b[0..6]);
+        let version = Version(u64::from_le_bytes(v));
+        let kind = b[6];
+        let mut p = [0u8; 8];
+        p[..5].copy_from_slice(&b[7..12]);
+        let place = u64::from_le_bytes(p);
+        let len = (place & FIELD_MASK) as u32;
+        let first = ((place >> LEN_BITS) & FIELD_MASK) as u32;
+        let state = (place >> (2 * LEN_BITS)) as u32;
+        let stored = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
+        let no_payload = kind == 0 && len == 0 && first == 0;
+        let copy = match state {
             STATE_ERASED if version.0 == 0 && no_payload => Copy::Erased,
-            STATE_ERASED => bad("an erased slot carries fields"),
+            STATE_ERASED => return bad("an erased slot carries fields"),
             STATE_TOMBSTONE if version.0 > 0 && no_payload => Copy::Tombstone { version },
-            STATE_TOMBSTONE => bad("a tombstone carries data or no version"),
+            STATE_TOMBSTONE => return bad("a tombstone carries data or no version"),
             STATE_DATA => {
+                let extent = Extent {
+                    first: BlockNo(first),
+                    blocks: blocks_for(len as usize) as u32,
+                };
                 if version.0 == 0 {
                     return bad("a copy tagged version 0");
                 }
                 if !layout.extent_ok(extent) {
                     return bad("its extent lies outside the extent space or is misaligned");
                 }
-                if len as u64 > extent.bytes() || (len > 0) != (extent.blocks > 0) {
-                    return bad("its length does not fit its extent");
-                }
                 Copy::Data {
                     version,
-                    kind: b[10],
+                    kind,
                     len,
                     extent,
-                    crc: u32_at(24),
+                    crc: stored,
                 }
             }
-            _ => bad("unknown state byte"),
+            _ => return bad("unknown state"),
+        };
+        debug_assert!(version.0 <= MAX_VERSION);
+        let mut d = copy.digest(id);
+        if let Copy::Data { len, extent, .. } = copy {
+            data(&mut d, extent, len)?;
         }
+        Ok(if d.finalize() == stored {
+            copy
+        } else {
+            Copy::Invalid(Problem::Checksum)
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
     use amber_format::Region;
+    use core::convert::Infallible;
 
     fn layout() -> Layout {
         Layout::new(Region {
@@ -159,22 +252,46 @@ mod tests {
         .unwrap()
     }
 
+    fn bytes() -> Vec<u8> {
+        (0..100u8).map(|i| i.wrapping_mul(13)).collect()
+    }
+
     fn data() -> Copy {
-        Copy::Data {
-            version: Version(7),
-            kind: 3,
-            len: 100,
-            extent: Extent {
+        let (c, b) = Copy::data(
+            5,
+            Version(0x1234_5678_9ABC),
+            3,
+            Extent {
                 first: BlockNo(8),
                 blocks: 4,
             },
-            crc: 0xDEAD_BEEF,
-        }
+            &bytes(),
+        );
+        assert_eq!(c.encode(5), b, "the descriptor is the copy's encoding");
+        c
+    }
+
+    /// Decodes `desc` of item `id` with `bytes` as the data on NVM.
+    fn decode(desc: &[u8; DESC_LEN], id: u16, bytes: &[u8]) -> Copy {
+        let r: Result<Copy, Infallible> = Copy::decode(desc, id, &layout(), |d, _, len| {
+            d.update(&bytes[..(len as usize).min(bytes.len())]);
+            Ok(())
+        });
+        r.unwrap()
+    }
+
+    fn copies() -> [Copy; 3] {
+        [
+            data(),
+            Copy::Erased,
+            Copy::Tombstone {
+                version: Version(9),
+            },
+        ]
     }
 
     #[test]
     fn every_kind_of_descriptor_decodes_to_what_was_encoded() {
-        let l = layout();
         for c in [
             Copy::Empty,
             Copy::Erased,
@@ -183,77 +300,128 @@ mod tests {
             },
             data(),
         ] {
-            assert_eq!(Copy::decode(&c.encode(5), 5, &l), c);
+            assert_eq!(decode(&c.encode(5), 5, &bytes()), c);
         }
         assert_eq!(Copy::Empty.encode(5), [0; DESC_LEN], "empty is all zero");
+        assert_ne!(Copy::Erased.encode(5), [0; DESC_LEN], "erased is not empty");
+        assert!(data().seals(5, &bytes()) && !data().seals(5, &bytes()[1..]));
     }
 
     #[test]
-    fn every_single_bit_flip_of_a_descriptor_is_detected() {
-        let l = layout();
-        for c in [
-            data(),
-            Copy::Erased,
-            Copy::Tombstone {
-                version: Version(9),
+    fn the_largest_version_length_and_block_round_trip() {
+        let l = Layout::new(Region {
+            offset: 0,
+            len: 32 << 20,
+        })
+        .unwrap();
+        let big = alloc::vec![7u8; crate::layout::MAX_DATA_LEN as usize];
+        let (c, _) = Copy::data(
+            1,
+            Version(MAX_VERSION),
+            0xFF,
+            Extent {
+                first: BlockNo(crate::layout::MAX_BLOCKS - (1 << 14)),
+                blocks: 1 << 14,
             },
-        ] {
+            &big,
+        );
+        let r: Result<Copy, Infallible> = Copy::decode(&c.encode(1), 1, &l, |d, _, _| {
+            d.update(&big);
+            Ok(())
+        });
+        assert_eq!(r.unwrap(), c);
+    }
+
+    #[test]
+    fn every_single_bit_flip_of_a_descriptor_or_its_data_is_detected() {
+        for c in copies() {
             let good = c.encode(5);
             for bit in 0..DESC_LEN * 8 {
                 let mut b = good;
                 b[bit / 8] ^= 1 << (bit % 8);
                 assert!(
-                    matches!(Copy::decode(&b, 5, &l), Copy::Invalid(_)),
+                    matches!(decode(&b, 5, &bytes()), Copy::Invalid(_)),
                     "flipping bit {bit} of {c:?} went unnoticed: a corrupt copy would be trusted"
                 );
             }
+        }
+        let good = data().encode(5);
+        for bit in 0..100 * 8 {
+            let mut d = bytes();
+            d[bit / 8] ^= 1 << (bit % 8);
+            assert_eq!(
+                decode(&good, 5, &d),
+                Copy::Invalid(Problem::Checksum),
+                "flipping data bit {bit} went unnoticed"
+            );
         }
     }
 
     #[test]
     fn every_torn_prefix_of_a_descriptor_over_another_is_not_a_copy() {
         // A descriptor being overwritten by power-cut-torn bytes must never decode as a
-        // copy other than the old or the new one.
-        let l = layout();
-        let old = Copy::Tombstone {
-            version: Version(2),
-        }
-        .encode(5);
-        let new = data().encode(5);
-        for keep in 1..DESC_LEN {
-            let mut b = old;
-            b[..keep].copy_from_slice(&new[..keep]);
-            assert!(
-                matches!(Copy::decode(&b, 5, &l), Copy::Invalid(_)),
-                "torn at {keep}"
-            );
+        // copy other than the old or the new one, whatever the data holds.
+        for old in copies() {
+            for new in copies() {
+                if old == new {
+                    continue;
+                }
+                let (o, n) = (old.encode(5), new.encode(5));
+                for keep in 1..DESC_LEN {
+                    let mut b = o;
+                    b[..keep].copy_from_slice(&n[..keep]);
+                    if b == o || b == n {
+                        continue;
+                    }
+                    let got = decode(&b, 5, &bytes());
+                    assert!(
+                        matches!(got, Copy::Invalid(_)),
+                        "{old:?} torn by {new:?} at {keep}: {got:?}"
+                    );
+                }
+            }
         }
     }
 
     #[test]
     fn a_descriptor_in_the_wrong_oroot_is_refused() {
-        let l = layout();
-        assert!(matches!(
-            Copy::decode(&data().encode(5), 6, &l),
-            Copy::Invalid(Problem::DescriptorField { .. })
-        ));
+        for c in copies() {
+            assert!(matches!(
+                decode(&c.encode(5), 6, &bytes()),
+                Copy::Invalid(_)
+            ));
+        }
     }
 
     #[test]
     fn a_checksummed_descriptor_with_an_impossible_extent_is_refused() {
         let l = layout();
-        let c = Copy::Data {
-            version: Version(1),
-            kind: 0,
-            len: 10,
-            extent: Extent {
+        let (c, _) = Copy::data(
+            0,
+            Version(1),
+            0,
+            Extent {
                 first: BlockNo(l.blocks),
                 blocks: 1,
             },
-            crc: 0,
-        };
+            &[1; 10],
+        );
         assert!(matches!(
-            Copy::decode(&c.encode(0), 0, &l),
+            decode(&c.encode(0), 0, &[1; 10]),
+            Copy::Invalid(Problem::DescriptorField { .. })
+        ));
+        let (misaligned, _) = Copy::data(
+            0,
+            Version(1),
+            0,
+            Extent {
+                first: BlockNo(2),
+                blocks: 4,
+            },
+            &[1; 100],
+        );
+        assert!(matches!(
+            decode(&misaligned.encode(0), 0, &[1; 100]),
             Copy::Invalid(Problem::DescriptorField { .. })
         ));
     }

@@ -8,11 +8,12 @@ use core::fmt;
 /// Why a copy of an item cannot be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Problem {
-    /// The slot descriptor's CRC fails (corrupt, or torn by a power cut).
-    DescriptorChecksum,
+    /// The copy's CRC, which covers its descriptor and its data, fails (corrupt, or
+    /// torn by a power cut).
+    Checksum,
     /// The descriptor's CRC is right but a field is impossible.
     DescriptorField { what: &'static str },
-    /// The descriptor is fine but the data it describes fails its CRC.
+    /// The data of a copy that recovery checked fails its CRC when read back.
     DataChecksum,
     /// The committed state points at a slot that holds no copy (erased).
     NoCopy,
@@ -25,9 +26,9 @@ pub enum Problem {
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Problem::DescriptorChecksum => f.write_str("its descriptor fails its checksum"),
+            Problem::Checksum => f.write_str("its descriptor or its data fails their checksum"),
             Problem::DescriptorField { what } => write!(f, "its descriptor is impossible: {what}"),
-            Problem::DataChecksum => f.write_str("its data fails its checksum"),
+            Problem::DataChecksum => f.write_str("its data fails its checksum when read back"),
             Problem::NoCopy => f.write_str("the committed slot holds no copy"),
             Problem::NewerThanCommit { version } => {
                 write!(
@@ -75,6 +76,8 @@ pub enum CkptError {
     BufferTooSmall { item: ItemId, len: u32 },
     /// An earlier checkpoint failed part-way on an NVM error; recover before the next.
     Interrupted,
+    /// The committed version is `layout::MAX_VERSION`: descriptors cannot tag another.
+    VersionsExhausted,
 }
 
 impl CkptError {
@@ -141,6 +144,11 @@ impl fmt::Display for CkptError {
             }
             CkptError::Interrupted => f.write_str(
                 "an earlier checkpoint stopped on an NVM error; recover before taking another",
+            ),
+            CkptError::VersionsExhausted => write!(
+                f,
+                "the checkpoint area has committed its last version ({}): format it again",
+                crate::layout::MAX_VERSION
             ),
         }
     }

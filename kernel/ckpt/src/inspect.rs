@@ -1,13 +1,13 @@
 //! A read-only look at a checkpoint area: what it holds, in lines of text, and every
 //! invariant that fails. Used by the host tool `nvm-inspect`. It must never write.
 //!
-//! Leftovers of a power cut (a torn commit copy, torn or uncommitted descriptors in
-//! slots the committed state does not use, older copies whose data an interrupted
-//! checkpoint overwrote) are described but are not violations: recovery handles them.
+//! Leftovers of a power cut (a torn commit copy, torn or uncommitted copies in slots
+//! the committed state does not use, older copies whose data an interrupted checkpoint
+//! overwrote) are described but are not violations: recovery handles them.
 
 use crate::desc::Copy;
 use crate::layout::{CommitPayload, Layout};
-use crate::recover::{check_state, classify_other, data_ok, not_formatted, read_table, OtherSlot};
+use crate::recover::{check_state, classify_other, not_formatted, read_table, OtherSlot};
 use crate::space::Usage;
 use crate::{Version, MAX_ITEMS};
 use alloc::format;
@@ -135,7 +135,7 @@ fn run(nvm: &mut impl Nvm, area: Region, out: &mut Inspection) -> Result<(), cra
     out.committed = Some(g);
     line(out, format!("committed version: {}", g.0));
     let copies = read_table(nvm, &layout)?;
-    let check = check_state(nvm, &layout, &copies, &newest)?;
+    let check = check_state(&layout, &copies, &newest);
     for b in &check.bad {
         out.violations.push(format!(
             "{} slot {} ({}) is part of the committed state but {}",
@@ -191,12 +191,11 @@ fn run(nvm: &mut impl Nvm, area: Region, out: &mut Inspection) -> Result<(), cra
                                 ));
                             }
                         }
-                        if matches!(slots[o], Copy::Data { .. }) && !data_ok(nvm, &layout, &slots[o])? {
+                        if matches!(slots[o], Copy::Invalid(_)) {
                             text.push_str(
-                                " [older copy; its data was overwritten by an interrupted checkpoint or is corrupt: no rollback to it]",
+                                " [torn or overwritten by an interrupted checkpoint, or corrupt; \
+                                 not part of the committed state, no rollback to it]",
                             );
-                        } else if matches!(slots[o], Copy::Invalid(_)) {
-                            text.push_str(" [torn by a power cut or corrupt; not part of the committed state]");
                         } else if slots[o].version().is_some() {
                             text.push_str(" [older copy]");
                         }

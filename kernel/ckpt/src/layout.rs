@@ -1,6 +1,6 @@
 //! The checkpoint area's layout on NVM and the commit record's payload, byte by byte.
 //!
-//! Checkpoint format version [`CKPT_FORMAT`] (1). Offsets are relative to the start of
+//! Checkpoint format version [`CKPT_FORMAT`] (2). Offsets are relative to the start of
 //! the kernel area (`Superblock::kernel_area`); all integers are little-endian; all
 //! checksums are CRC-32/ISO-HDLC (`amber_format::crc32`).
 //!
@@ -9,23 +9,29 @@
 //! | 0x0000  | 2 x 60          | commit record: `DualRecord<48>` ([`CommitPayload`])    |
 //! | 0x0078  | 1               | format marker: 0xA5 while `Manager::format` runs, else 0 |
 //! | 0x0079  | 7               | reserved, zero                                         |
-//! | 0x0080  | 128 x 64        | ORoot table: ORoot i = item i, two 32-byte slot descriptors (`desc`) |
-//! | 0x2080  | rest, in blocks | extent space: [`BLOCK`]-byte blocks, buddy-allocated    |
+//! | 0x0080  | 128 x 32        | ORoot table: ORoot i = item i, two 16-byte slot descriptors (`desc`) |
+//! | 0x1080  | rest, in blocks | extent space: [`BLOCK`]-byte blocks, buddy-allocated, at most [`MAX_BLOCKS`] |
 //!
-//! An ORoot (64 bytes at `0x80 + 64 * i`) is slot 0's descriptor followed by slot 1's.
-//! The item's identity is its index, repeated in each descriptor; its kind is kept per
-//! copy, in the descriptor. An extent is a power-of-two run of blocks aligned to its
-//! size (the buddy invariant), numbered from the start of the extent space.
+//! An ORoot (32 bytes at `0x80 + 32 * i`) is slot 0's descriptor followed by slot 1's.
+//! The item's identity is its index; it is not stored but covered by each copy's
+//! checksum, so a descriptor in the wrong ORoot fails it. Its kind is kept per copy, in
+//! the descriptor. An extent is a power-of-two run of blocks aligned to its size (the
+//! buddy invariant), numbered from the start of the extent space. Blocks past
+//! [`MAX_BLOCKS`] (an area above 16 MiB) are not used: a descriptor cannot name them.
+//!
+//! Format 1 had 32-byte descriptors with their own CRC; format 2 halves them so that a
+//! 168-byte kernel object costs 184 bytes of NVM, not 200 (see `desc`).
 //!
 //! This file must never write to NVM: it only computes where things are and encodes
 //! or decodes the commit payload.
 
 use crate::error::CkptError;
+use crate::set::ItemSet;
 use crate::{NvmOffset, Version, MAX_ITEMS, META_LEN};
 use amber_format::{crc32, DualRecord, Region};
 
 /// The checkpoint area's format version.
-pub const CKPT_FORMAT: u16 = 1;
+pub const CKPT_FORMAT: u16 = 2;
 /// Tag in every commit record: `"CK"`.
 pub const CKPT_TAG: [u8; 2] = *b"CK";
 /// Bytes of the commit record's payload.
@@ -41,7 +47,7 @@ pub const FORMATTING: u8 = 0xA5;
 /// Where the ORoot table starts, relative to the area.
 pub const OROOT_OFFSET: u32 = 0x80;
 /// Bytes of one slot descriptor.
-pub const DESC_LEN: usize = 32;
+pub const DESC_LEN: usize = 16;
 /// Bytes of one ORoot (two descriptors).
 pub const OROOT_LEN: usize = 2 * DESC_LEN;
 /// Bytes of the whole ORoot table.
@@ -50,11 +56,21 @@ pub const OROOT_TABLE_LEN: usize = MAX_ITEMS * OROOT_LEN;
 pub const EXTENT_OFFSET: u32 = OROOT_OFFSET + OROOT_TABLE_LEN as u32;
 /// Bytes of one allocation block.
 pub const BLOCK: u32 = 32;
+/// Bits of a descriptor that hold a copy's length, and its extent's first block.
+pub const LEN_BITS: u32 = 19;
+/// The longest item a copy can hold: 512 KiB - 1 (more than the ESP32-C3's SRAM).
+pub const MAX_DATA_LEN: u32 = (1 << LEN_BITS) - 1;
+/// The most blocks the extent space uses: 16 MiB.
+pub const MAX_BLOCKS: u32 = 1 << LEN_BITS;
+/// The highest version a descriptor can hold (48 bits). At one checkpoint every 20 us,
+/// back to back, it lasts 178 years; at the default 10 ms, 89,000 years. The manager
+/// refuses to commit past it ([`CkptError::VersionsExhausted`]).
+pub const MAX_VERSION: u64 = (1 << 48) - 1;
 
 const _: () = assert!(2 * COMMIT_SLOT_LEN as u32 <= FORMAT_MARKER_OFFSET);
 const _: () = assert!(FORMAT_MARKER_OFFSET < OROOT_OFFSET);
 const _: () = assert!(EXTENT_OFFSET.is_multiple_of(BLOCK));
-const _: () = assert!(MAX_ITEMS <= 128, "the designated-slot bitmap is a u128");
+const _: () = assert!(MAX_ITEMS == 128, "the designated-slot bitmap is 16 bytes");
 
 /// A block number inside the extent space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -94,8 +110,10 @@ pub fn blocks_for(len: usize) -> u64 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
     pub area: Region,
-    /// Blocks in the extent space.
+    /// Blocks in the extent space (at most [`MAX_BLOCKS`]).
     pub blocks: u32,
+    /// [`Layout::check`], computed once.
+    check: u32,
 }
 
 impl Layout {
@@ -111,7 +129,8 @@ impl Layout {
         }
         Ok(Layout {
             area,
-            blocks: (area.len - EXTENT_OFFSET) / BLOCK,
+            blocks: ((area.len - EXTENT_OFFSET) / BLOCK).min(MAX_BLOCKS),
+            check: Self::compute_check(area),
         })
     }
 
@@ -135,6 +154,7 @@ impl Layout {
     }
 
     /// Where the descriptor of `slot` of item `id` lies.
+    #[inline]
     pub fn desc(&self, id: u16, slot: u8) -> NvmOffset {
         NvmOffset(
             self.area.offset
@@ -145,6 +165,7 @@ impl Layout {
     }
 
     /// Where block `b` lies.
+    #[inline]
     pub fn block(&self, b: BlockNo) -> NvmOffset {
         NvmOffset(self.area.offset + EXTENT_OFFSET + b.0 * BLOCK)
     }
@@ -161,10 +182,14 @@ impl Layout {
 
     /// The value that ties a commit record to this layout.
     pub fn check(&self) -> u32 {
+        self.check
+    }
+
+    fn compute_check(area: Region) -> u32 {
         let mut b = [0u8; 24];
         let fields = [
-            self.area.offset,
-            self.area.len,
+            area.offset,
+            area.len,
             MAX_ITEMS as u32,
             BLOCK,
             OROOT_OFFSET,
@@ -185,7 +210,7 @@ impl Layout {
 /// | 8      | 16   | kernel metadata of version G (opaque)                          |
 /// | 24     | 16   | designated-slot bitmap: bit i (byte i/8, bit i%8) = the slot of item i holding its copy at G |
 /// | 40     | 2    | tag `"CK"`                                                     |
-/// | 42     | 2    | checkpoint format version (1)                                  |
+/// | 42     | 2    | checkpoint format version (2)                                  |
 /// | 44     | 4    | layout check: CRC-32 of area offset, area length, MAX_ITEMS, BLOCK, ORoot and extent offsets (u32 each) |
 ///
 /// The `DualRecord` around it adds a sequence number and a CRC (see `amber_format`).
@@ -193,7 +218,7 @@ impl Layout {
 pub struct CommitPayload {
     pub version: Version,
     pub meta: [u8; META_LEN],
-    pub designated: u128,
+    pub designated: ItemSet,
 }
 
 impl CommitPayload {
@@ -222,18 +247,19 @@ impl CommitPayload {
         v.copy_from_slice(&b[0..8]);
         let mut meta = [0u8; META_LEN];
         meta.copy_from_slice(&b[8..24]);
-        let mut d = [0u8; 16];
+        let mut d = [0u8; MAX_ITEMS / 8];
         d.copy_from_slice(&b[24..40]);
         Ok(CommitPayload {
             version: Version(u64::from_le_bytes(v)),
             meta,
-            designated: u128::from_le_bytes(d),
+            designated: ItemSet::from_le_bytes(&d),
         })
     }
 
     /// The slot holding item `id`'s committed copy.
+    #[inline]
     pub fn slot_of(&self, id: u16) -> u8 {
-        ((self.designated >> id) & 1) as u8
+        self.designated.contains(id) as u8
     }
 }
 
@@ -256,11 +282,20 @@ mod tests {
             COMMIT_SLOT_LEN, 60,
             "commit slot = 8 seq + 48 payload + 4 crc"
         );
-        assert_eq!(EXTENT_OFFSET, 0x2080);
+        assert_eq!(EXTENT_OFFSET, 0x1080);
         assert_eq!(l.desc(0, 0), NvmOffset(0x1000 + 0x80));
-        assert_eq!(l.desc(1, 1), NvmOffset(0x1000 + 0x80 + 64 + 32));
-        assert_eq!(l.block(BlockNo(2)), NvmOffset(0x1000 + 0x2080 + 64));
-        assert_eq!(l.blocks, (64 * 1024 - 0x2080) / 32);
+        assert_eq!(l.desc(1, 1), NvmOffset(0x1000 + 0x80 + 32 + 16));
+        assert_eq!(l.block(BlockNo(2)), NvmOffset(0x1000 + 0x1080 + 64));
+        assert_eq!(l.blocks, (64 * 1024 - 0x1080) / 32);
+        let huge = Layout::new(Region {
+            offset: 0,
+            len: 64 << 20,
+        })
+        .unwrap();
+        assert_eq!(
+            huge.blocks, MAX_BLOCKS,
+            "a descriptor names at most 2^19 blocks"
+        );
     }
 
     #[test]
@@ -269,7 +304,7 @@ mod tests {
         let p = CommitPayload {
             version: Version(77),
             meta: [9; META_LEN],
-            designated: 1 << 127 | 5,
+            designated: ItemSet([5, 0, 0, 1 << 31]),
         };
         assert_eq!(CommitPayload::decode(&p.encode(&l), &l), Ok(p));
         assert_eq!(p.slot_of(127), 1);
@@ -283,16 +318,17 @@ mod tests {
         let p = CommitPayload {
             version: Version(1),
             meta: [0; META_LEN],
-            designated: 0,
+            designated: ItemSet::EMPTY,
         };
         let mut other_format = p.encode(&l);
-        other_format[42] = 2;
+        other_format[42] = 1;
         assert_eq!(
             CommitPayload::decode(&other_format, &l),
             Err(CkptError::FormatMismatch {
-                found_format: 2,
+                found_format: 1,
                 layout_matches: true
-            })
+            }),
+            "a format 1 area must not be read as format 2"
         );
         let moved = Layout::new(Region {
             offset: 0x2000,
@@ -302,7 +338,7 @@ mod tests {
         assert_eq!(
             CommitPayload::decode(&p.encode(&l), &moved),
             Err(CkptError::FormatMismatch {
-                found_format: 1,
+                found_format: 2,
                 layout_matches: false
             }),
             "a record written for another area must not be trusted"
@@ -334,7 +370,7 @@ mod tests {
         assert!(matches!(
             Layout::new(Region {
                 offset: 0,
-                len: 0x2000
+                len: 0x1000
             }),
             Err(CkptError::AreaTooSmall { .. })
         ));

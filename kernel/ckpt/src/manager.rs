@@ -5,12 +5,18 @@
 //! committed state uses is overwritten. Copies go to the slot that does not hold the
 //! item's committed copy; an extent is reused only by that same slot; a replaced
 //! extent is freed only after the commit.
+//!
+//! A checkpoint costs in proportion to what changed, not to [`MAX_ITEMS`]: the
+//! source's report is folded into bitmaps ([`ItemSet`]) of items to write, and the
+//! deleted items are the live ones it did not report; only those ids are visited.
 
 use crate::desc::Copy;
 use crate::error::CkptError;
 use crate::layout::{
-    blocks_for, CommitPayload, Extent, Layout, COMMIT_SLOT_LEN, FORMATTING, OROOT_TABLE_LEN,
+    blocks_for, CommitPayload, Extent, Layout, COMMIT_SLOT_LEN, FORMATTING, MAX_DATA_LEN,
+    MAX_VERSION, OROOT_TABLE_LEN,
 };
+use crate::set::ItemSet;
 use crate::space::{Space, Usage};
 use crate::{CheckpointStats, ItemId, NvmOffset, Source, Version, MAX_ITEMS, MAX_RECORD, META_LEN};
 use alloc::vec;
@@ -51,17 +57,16 @@ pub struct Manager {
     /// Mirror of every descriptor on NVM: `copies[id][slot]`.
     pub(crate) copies: Vec<[Copy; 2]>,
     pub(crate) space: Space,
+    /// The items whose committed copy is data (derived from `copies` and `commit`).
+    live: ItemSet,
+    /// The kind of each live item's committed copy.
+    kinds: [u8; MAX_ITEMS],
     scratch: Vec<u8>,
+    /// Extents to free once the checkpoint in progress commits (capacity MAX_ITEMS,
+    /// so a checkpoint never allocates RAM).
+    replaced: Vec<Extent>,
     /// An NVM error stopped a checkpoint half-way; the mirrors may not match NVM.
     poisoned: bool,
-}
-
-/// One item written or deleted by the checkpoint in progress.
-struct Written {
-    id: u16,
-    /// The extent the replaced copy in the same slot owned, when the new copy does not
-    /// reuse it: freed after the commit.
-    replaced: Option<Extent>,
 }
 
 impl Manager {
@@ -72,13 +77,24 @@ impl Manager {
         copies: Vec<[Copy; 2]>,
         space: Space,
     ) -> Manager {
+        let mut live = ItemSet::EMPTY;
+        let mut kinds = [0u8; MAX_ITEMS];
+        for (i, slots) in copies.iter().enumerate() {
+            if let Copy::Data { kind, .. } = slots[commit.slot_of(i as u16) as usize] {
+                live.insert(i as u16);
+                kinds[i] = kind;
+            }
+        }
         Manager {
             layout,
             commit,
             newest,
             copies,
             space,
+            live,
+            kinds,
             scratch: vec![0; MAX_RECORD],
+            replaced: Vec::with_capacity(MAX_ITEMS),
             poisoned: false,
         }
     }
@@ -99,7 +115,7 @@ impl Manager {
         let commit = CommitPayload {
             version: Version(0),
             meta: [0; META_LEN],
-            designated: 0,
+            designated: ItemSet::EMPTY,
         };
         let newest = layout
             .commit_record()
@@ -132,12 +148,12 @@ impl Manager {
 
     /// The committed state: every item that exists, with its kind and length.
     pub fn live_items(&self) -> impl Iterator<Item = (ItemId, u8, u32)> + '_ {
-        self.copies.iter().enumerate().filter_map(|(id, slots)| {
-            match slots[self.commit.slot_of(id as u16) as usize] {
-                Copy::Data { kind, len, .. } => Some((ItemId(id as u16), kind, len)),
+        self.live
+            .iter()
+            .filter_map(|id| match self.committed_copy(ItemId(id)) {
+                Some(Copy::Data { kind, len, .. }) => Some((ItemId(id), kind, len)),
                 _ => None,
-            }
-        })
+            })
     }
 
     /// The committed copy of `id` (descriptor), if the item exists.
@@ -158,13 +174,14 @@ impl Manager {
         buf: &mut [u8],
     ) -> Result<usize, CkptError> {
         let slot = self.commit.slot_of(id.0);
-        let Some(Copy::Data {
-            version,
-            len,
-            extent,
-            crc,
-            ..
-        }) = self.committed_copy(id)
+        let Some(
+            copy @ Copy::Data {
+                version,
+                len,
+                extent,
+                ..
+            },
+        ) = self.committed_copy(id)
         else {
             return Err(CkptError::NoSuchItem { item: id });
         };
@@ -174,7 +191,7 @@ impl Manager {
         if len > 0 {
             nvm.read(self.layout.block(extent.first).0, out)?;
         }
-        if amber_format::crc32(out) != crc {
+        if !copy.seals(id.0, out) {
             return Err(CkptError::Corrupt {
                 item: id,
                 slot,
@@ -205,22 +222,36 @@ impl Manager {
         if self.poisoned {
             return Err(CkptError::Interrupted);
         }
-        // What exists now: kind and dirtiness per id.
-        let mut present: [Option<(u8, bool)>; MAX_ITEMS] = [None; MAX_ITEMS];
+        if self.commit.version.0 >= MAX_VERSION {
+            return Err(CkptError::VersionsExhausted);
+        }
+        // What exists now, and what must be written: new, dirty or re-kinded items.
+        let mut present = ItemSet::EMPTY;
+        let mut write = ItemSet::EMPTY;
+        let mut kinds = [0u8; MAX_ITEMS];
         let mut bad = None;
-        src.items(
-            &mut |id, kind, dirty| match present.get_mut(id.0 as usize) {
-                Some(p) => *p = Some((kind, dirty)),
-                None => bad = Some(id.0),
-            },
-        );
+        let (live, live_kinds) = (&self.live, &self.kinds);
+        src.items(&mut |id, kind, dirty| {
+            let i = id.0 as usize;
+            if i >= MAX_ITEMS {
+                bad = Some(id.0);
+                return;
+            }
+            present.insert(id.0);
+            kinds[i] = kind;
+            if dirty || !live.contains(id.0) || live_kinds[i] != kind {
+                write.insert(id.0);
+            }
+        });
         if let Some(id) = bad {
             return Err(CkptError::BadItem { id });
         }
+        let deleted = self.live.minus(&present);
         self.poisoned = true;
         let mut out = Counted::new(nvm);
         let mut scratch = core::mem::take(&mut self.scratch);
-        let result = self.write_and_commit(&mut out, src, &present, meta, &mut scratch);
+        let result =
+            self.write_and_commit(&mut out, src, &write, &deleted, &kinds, meta, &mut scratch);
         self.scratch = scratch;
         match result {
             Ok(mut stats) => {
@@ -238,11 +269,14 @@ impl Manager {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn write_and_commit<N: Nvm>(
         &mut self,
         out: &mut Counted<'_, N>,
         src: &impl Source,
-        present: &[Option<(u8, bool)>; MAX_ITEMS],
+        write: &ItemSet,
+        deleted: &ItemSet,
+        kinds: &[u8; MAX_ITEMS],
         meta: [u8; META_LEN],
         scratch: &mut [u8],
     ) -> Result<CheckpointStats, CkptError> {
@@ -251,89 +285,80 @@ impl Manager {
             version: next,
             ..CheckpointStats::default()
         };
-        let mut written: Vec<Written> = Vec::new();
-        for (i, now) in present.iter().enumerate() {
-            let id = i as u16;
-            let d = self.commit.slot_of(id) as usize;
-            let o = 1 - d;
-            let committed_kind = match self.copies[i][d] {
-                Copy::Data { kind, .. } => Some(kind),
-                _ => None,
-            };
+        // Items whose other slot now holds a copy of `next` (their designated bit flips).
+        let mut written = ItemSet::EMPTY;
+        self.replaced.clear();
+        for id in write.union(deleted).iter() {
+            let i = id as usize;
+            let o = 1 - self.commit.slot_of(id) as usize;
             let old_other = self.copies[i][o].extent();
-            match *now {
-                Some((kind, dirty)) if dirty || committed_kind != Some(kind) => {
-                    let bytes = src.bytes(ItemId(id), scratch);
-                    let Ok(len) = u32::try_from(bytes.len()) else {
-                        self.undo(out, &written)?;
-                        return Err(CkptError::TooLarge {
-                            item: ItemId(id),
-                            len: bytes.len(),
-                        });
-                    };
-                    let need = blocks_for(bytes.len());
-                    let (extent, replaced) = match old_other {
-                        Some(e) if e.blocks as u64 == need => (e, None),
-                        _ if need == 0 => (Extent::NONE, old_other),
-                        _ => match self.space.alloc(need) {
-                            Some(e) => (e, old_other),
-                            None => {
-                                self.undo(out, &written)?;
-                                return Err(if need > self.layout.blocks as u64 {
-                                    CkptError::TooLarge {
-                                        item: ItemId(id),
-                                        len: bytes.len(),
-                                    }
-                                } else {
-                                    CkptError::NoSpace {
-                                        need: need * crate::layout::BLOCK as u64,
-                                    }
-                                });
-                            }
-                        },
-                    };
-                    // From here on the slot's old copy is gone (its data is being
-                    // overwritten in place, or its descriptor is about to be).
-                    written.push(Written { id, replaced });
-                    self.copies[i][o] = Copy::Invalid(crate::Problem::DescriptorChecksum);
-                    if len > 0 {
-                        out.write(self.layout.block(extent.first), bytes)?;
-                    }
-                    let copy = Copy::Data {
-                        version: next,
-                        kind,
-                        len,
-                        extent,
-                        crc: amber_format::crc32(bytes),
-                    };
-                    out.write(self.layout.desc(id, o as u8), &copy.encode(id))?;
-                    self.copies[i][o] = copy;
-                    stats.items_written += 1;
-                    stats.data_bytes += len as u64;
+            if !write.contains(id) {
+                // Deleted: a tombstone in the other slot.
+                written.insert(id);
+                if let Some(e) = old_other {
+                    self.replaced.push(e);
                 }
-                None if committed_kind.is_some() => {
-                    written.push(Written {
-                        id,
-                        replaced: old_other,
-                    });
-                    let copy = Copy::Tombstone { version: next };
-                    self.copies[i][o] = Copy::Invalid(crate::Problem::DescriptorChecksum);
-                    out.write(self.layout.desc(id, o as u8), &copy.encode(id))?;
-                    self.copies[i][o] = copy;
-                    stats.items_deleted += 1;
-                }
-                _ => {}
+                let copy = Copy::Tombstone { version: next };
+                self.copies[i][o] = Copy::Invalid(crate::Problem::Checksum);
+                out.write(self.layout.desc(id, o as u8), &copy.encode(id))?;
+                self.copies[i][o] = copy;
+                stats.items_deleted += 1;
+                continue;
             }
+            let bytes = src.bytes(ItemId(id), scratch);
+            let len = match u32::try_from(bytes.len()) {
+                Ok(len) if len <= MAX_DATA_LEN => len,
+                _ => {
+                    self.undo(out, &written)?;
+                    return Err(CkptError::TooLarge {
+                        item: ItemId(id),
+                        len: bytes.len(),
+                    });
+                }
+            };
+            let need = blocks_for(bytes.len());
+            let (extent, replaced) = match old_other {
+                Some(e) if e.blocks as u64 == need => (e, None),
+                _ if need == 0 => (Extent::NONE, old_other),
+                _ => match self.space.alloc(need) {
+                    Some(e) => (e, old_other),
+                    None => {
+                        self.undo(out, &written)?;
+                        return Err(if need > self.layout.blocks as u64 {
+                            CkptError::TooLarge {
+                                item: ItemId(id),
+                                len: bytes.len(),
+                            }
+                        } else {
+                            CkptError::NoSpace {
+                                need: need * crate::layout::BLOCK as u64,
+                            }
+                        });
+                    }
+                },
+            };
+            // From here on the slot's old copy is gone (its data is being overwritten
+            // in place, or its descriptor is about to be).
+            written.insert(id);
+            if let Some(e) = replaced {
+                self.replaced.push(e);
+            }
+            self.copies[i][o] = Copy::Invalid(crate::Problem::Checksum);
+            let (copy, desc) = Copy::data(id, next, kinds[i], extent, bytes);
+            if len > 0 {
+                out.write(self.layout.block(extent.first), bytes)?;
+            }
+            out.write(self.layout.desc(id, o as u8), &desc)?;
+            self.copies[i][o] = copy;
+            stats.items_written += 1;
+            stats.data_bytes += len as u64;
         }
         out.nvm.flush()?;
-        let mut commit = CommitPayload {
+        let commit = CommitPayload {
             version: next,
             meta,
-            designated: self.commit.designated,
+            designated: self.commit.designated.xor(&written),
         };
-        for w in &written {
-            commit.designated ^= 1 << w.id;
-        }
         let payload = commit.encode(&self.layout);
         out.stores += 1;
         out.bytes += COMMIT_SLOT_LEN as u64;
@@ -342,10 +367,11 @@ impl Manager {
             .commit_record()
             .write(out.nvm, Some(&self.newest), &payload)?;
         self.commit = commit;
-        for w in &written {
-            if let Some(e) = w.replaced {
-                self.space.free(e);
-            }
+        self.live = self.live.minus(deleted).union(write);
+        // Right for every live item: clean ones were reported with their old kind.
+        self.kinds = *kinds;
+        for e in self.replaced.drain(..) {
+            self.space.free(e);
         }
         Ok(stats)
     }
@@ -356,18 +382,18 @@ impl Manager {
     fn undo<N: Nvm>(
         &mut self,
         out: &mut Counted<'_, N>,
-        written: &[Written],
+        written: &ItemSet,
     ) -> Result<(), CkptError> {
-        for w in written {
-            let o = 1 - self.commit.slot_of(w.id) as usize;
-            out.write(self.layout.desc(w.id, o as u8), &Copy::Erased.encode(w.id))?;
-            if let Some(e) = self.copies[w.id as usize][o].extent() {
+        for id in written.iter() {
+            let o = 1 - self.commit.slot_of(id) as usize;
+            out.write(self.layout.desc(id, o as u8), &Copy::Erased.encode(id))?;
+            if let Some(e) = self.copies[id as usize][o].extent() {
                 self.space.free(e);
             }
-            if let Some(e) = w.replaced {
-                self.space.free(e);
-            }
-            self.copies[w.id as usize][o] = Copy::Erased;
+            self.copies[id as usize][o] = Copy::Erased;
+        }
+        for e in self.replaced.drain(..) {
+            self.space.free(e);
         }
         out.nvm.flush()?;
         Ok(())

@@ -5,22 +5,22 @@
 //! Recovery writes only (a) descriptors in slots the committed state does not use and
 //! (b) when rolling back, the newer commit record copy, which it clears so that the
 //! older one is read. Either write may be torn and repeated: a second recovery after a
-//! cut reaches the same state. It must never pick a copy it has not checked.
+//! cut reaches the same state. It must never pick a copy it has not checked: every
+//! copy's CRC covers its descriptor and its data, so `read_table` reads the data of
+//! every copy (both slots) and decodes a copy that fails as `Invalid`.
 
 use crate::desc::Copy;
 use crate::error::{CkptError, Problem};
 use crate::layout::{
-    CommitPayload, Layout, COMMIT_SLOT_LEN, DESC_LEN, FORMATTING, OROOT_TABLE_LEN,
+    CommitPayload, Layout, COMMIT_SLOT_LEN, DESC_LEN, FORMATTING, OROOT_LEN, OROOT_TABLE_LEN,
 };
 use crate::manager::Manager;
 use crate::space::Space;
-use crate::{ItemId, RecoveryReport, Version};
+use crate::{ItemId, RecoveryReport, Version, MAX_ITEMS};
 use alloc::vec;
 use alloc::vec::Vec;
 use amber_format::{Newest, Region};
 use amber_nvm::{Nvm, NvmError};
-
-const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
 
 /// One copy the committed state needs that cannot be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,43 +42,34 @@ impl Bad {
     }
 }
 
-/// Reads and decodes the whole ORoot table.
+/// Reads and decodes the whole ORoot table, and checks every copy: a data copy's
+/// data is read back for its CRC, so every `Data` returned is whole.
 pub(crate) fn read_table(nvm: &mut impl Nvm, layout: &Layout) -> Result<Vec<[Copy; 2]>, NvmError> {
     let mut raw = vec![0u8; OROOT_TABLE_LEN];
     nvm.read(layout.oroot_table().0, &mut raw)?;
-    Ok(raw
-        .chunks_exact(2 * DESC_LEN)
-        .enumerate()
-        .map(|(id, r)| {
-            let id = id as u16;
-            [
-                Copy::decode(&r[..DESC_LEN], id, layout),
-                Copy::decode(&r[DESC_LEN..], id, layout),
-            ]
-        })
-        .collect())
-}
-
-/// Whether the data a `Data` copy describes passes its CRC (true for other copies).
-pub(crate) fn data_ok(nvm: &mut impl Nvm, layout: &Layout, copy: &Copy) -> Result<bool, NvmError> {
-    let Copy::Data {
-        len, extent, crc, ..
-    } = *copy
-    else {
-        return Ok(true);
-    };
-    let mut digest = CRC.digest();
     let mut buf = [0u8; 256];
-    let mut at = layout.block(extent.first).0;
-    let mut left = len as usize;
-    while left > 0 {
-        let n = left.min(buf.len());
-        nvm.read(at, &mut buf[..n])?;
-        digest.update(&buf[..n]);
-        at += n as u32;
-        left -= n;
+    let mut table = Vec::with_capacity(MAX_ITEMS);
+    for (id, r) in raw.chunks_exact(OROOT_LEN).enumerate() {
+        let mut slots = [Copy::Empty; 2];
+        for (s, slot) in slots.iter_mut().enumerate() {
+            let mut d = [0u8; DESC_LEN];
+            d.copy_from_slice(&r[s * DESC_LEN..(s + 1) * DESC_LEN]);
+            *slot = Copy::decode(&d, id as u16, layout, |digest, extent, len| {
+                let mut at = layout.block(extent.first).0;
+                let mut left = len as usize;
+                while left > 0 {
+                    let n = left.min(buf.len());
+                    nvm.read(at, &mut buf[..n])?;
+                    digest.update(&buf[..n]);
+                    at += n as u32;
+                    left -= n;
+                }
+                Ok(())
+            })?;
+        }
+        table.push(slots);
     }
-    Ok(digest.finalize() == crc)
+    Ok(table)
 }
 
 /// Whether the area is not formatted: its commit record's bytes are blank (all 0x00
@@ -96,7 +87,8 @@ pub(crate) fn not_formatted(nvm: &mut impl Nvm, layout: &Layout) -> Result<bool,
 
 /// The committed state `commit` checked copy by copy: every designated copy must be
 /// empty (the item never existed), a tombstone or data tagged at most the committed
-/// version, with data that passes its CRC, and no two data copies may share blocks.
+/// version (whole: `read_table` checked its CRC), and no two data copies may share
+/// blocks.
 pub(crate) struct StateCheck {
     /// The extents of the designated copies, claimed.
     pub space: Space,
@@ -104,11 +96,10 @@ pub(crate) struct StateCheck {
 }
 
 pub(crate) fn check_state(
-    nvm: &mut impl Nvm,
     layout: &Layout,
     copies: &[[Copy; 2]],
     commit: &CommitPayload,
-) -> Result<StateCheck, NvmError> {
+) -> StateCheck {
     let mut space = Space::new(layout.blocks);
     let mut bad = Vec::new();
     for (i, slots) in copies.iter().enumerate() {
@@ -124,15 +115,10 @@ pub(crate) fn check_state(
                 Some(Problem::NewerThanCommit { version })
             }
             Copy::Tombstone { .. } => None,
-            Copy::Data { .. } => {
-                if !data_ok(nvm, layout, &copy)? {
-                    Some(Problem::DataChecksum)
-                } else if copy.extent().is_some_and(|e| !space.claim(e)) {
-                    Some(Problem::ExtentOverlap)
-                } else {
-                    None
-                }
+            Copy::Data { .. } if copy.extent().is_some_and(|e| !space.claim(e)) => {
+                Some(Problem::ExtentOverlap)
             }
+            Copy::Data { .. } => None,
         };
         if let Some(problem) = problem {
             bad.push(Bad {
@@ -143,7 +129,7 @@ pub(crate) fn check_state(
             });
         }
     }
-    Ok(StateCheck { space, bad })
+    StateCheck { space, bad }
 }
 
 /// What to do with the copy in the slot the committed state does not use.
@@ -187,7 +173,7 @@ impl Manager {
             resumed: g,
             ..RecoveryReport::default()
         };
-        let mut check = check_state(nvm, &layout, &copies, &commit)?;
+        let mut check = check_state(&layout, &copies, &commit);
         if let Some(first) = check.bad.first().copied() {
             report.corrupt_copies += check.bad.len() as u32;
             // The only older state whose metadata is known: the commit record's other copy.
@@ -202,7 +188,7 @@ impl Manager {
             let Some((seq, payload, older)) = older else {
                 return Err(first.error());
             };
-            let older_check = check_state(nvm, &layout, &copies, &older)?;
+            let older_check = check_state(&layout, &copies, &older);
             if !older_check.bad.is_empty() {
                 return Err(first.error());
             }

@@ -443,7 +443,7 @@ fn a_corrupt_copy_with_no_complete_older_version_is_an_error_naming_the_item() {
                 Version(0),
                 "the descriptor is unreadable, its version unknown"
             );
-            assert_eq!(problem, Problem::DescriptorChecksum);
+            assert_eq!(problem, Problem::Checksum);
         }
         other => panic!("expected Corrupt, got {:?}", other.map(|(_, r)| r)),
     }
