@@ -1,0 +1,35 @@
+//! `amber-fram`: a protocol driver for MB85RS-class SPI FRAM, portable to any board
+//! that offers an `embedded_hal::spi::SpiDevice`, and a host simulation of the chip.
+//!
+//! [`Fram`] speaks the six-command MB85RS protocol ([`opcode`]) for a validated
+//! [`Part`] (size and 2- or 3-byte addresses) and implements `amber_nvm::Nvm`, so the
+//! checkpoint manager and the vNV-Heap run on FRAM unchanged. [`sim::SimFram`] (the
+//! `sim` feature, or this crate's tests) simulates the chip's rules and power cuts
+//! that tear a transfer at byte granularity.
+//!
+//! Dependencies point down only: this crate knows `amber-nvm` and `embedded-hal`,
+//! never a board, a kernel or an SPI peripheral. It must never allocate outside
+//! `sim`, and never busy-wait: FRAM has nothing to wait for.
+
+#![cfg_attr(not(test), no_std)]
+
+#[cfg(any(test, feature = "sim"))]
+extern crate alloc;
+
+mod driver;
+mod error;
+pub mod opcode;
+mod part;
+#[cfg(any(test, feature = "sim"))]
+pub mod sim;
+mod stats;
+mod status;
+
+#[cfg(test)]
+mod tests;
+
+pub use driver::Fram;
+pub use error::FramError;
+pub use part::{AddressWidth, Part, PartError};
+pub use stats::FramStats;
+pub use status::{BlockProtect, Status};
