@@ -147,6 +147,7 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
         }
     );
     *PERSIST.lock() = Some(persist);
+    map_task_threads(&KERNEL.lock());
     next_or_idle()
 }
 
@@ -329,9 +330,21 @@ fn task_owning(addr: u32) -> Option<usize> {
         .position(|t| addr >= t.ram.0 && addr - t.ram.0 < t.ram.1)
 }
 
-fn task_index(k: &Kernel, t: ThreadId) -> Option<usize> {
-    let name = k.task_name(t);
-    app::TASKS.iter().position(|img| img.name == name)
+/// The thread of each task, by task index: filled once the kernel is booted or
+/// restored, so the trap path maps a thread to its task without comparing names.
+static TASK_THREADS: spin::Mutex<[Option<ThreadId>; MAX_TASKS]> =
+    spin::Mutex::new([None; MAX_TASKS]);
+
+/// Records which thread runs each task (after boot or restore).
+fn map_task_threads(k: &Kernel) {
+    let mut map = TASK_THREADS.lock();
+    for (i, img) in app::TASKS.iter().enumerate() {
+        map[i] = k.thread_by_name(img.name);
+    }
+}
+
+fn task_index(_k: &Kernel, t: ThreadId) -> Option<usize> {
+    TASK_THREADS.lock().iter().position(|&x| x == Some(t))
 }
 
 /// User memory as the core sees it: plain physical addresses, already validated by the
