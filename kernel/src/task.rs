@@ -439,6 +439,10 @@ fn take_checkpoint(k: &mut Kernel, why: &str) -> bool {
 
 /// The power-failure interrupt: persist, checkpoint, report, halt.
 fn power_failure(k: &mut Kernel) -> ! {
+    if PERSIST.lock().is_none() {
+        info!("power failure during boot, before checkpoints are set up: nothing to save; halting");
+        board::exit_success()
+    }
     let start = riscv::register::minstret::read64();
     info!("power failure: 0 persist callbacks registered");
     let ok = checkpoint(k, "power failure");
