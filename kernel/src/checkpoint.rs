@@ -3,10 +3,10 @@
 //!
 //! Items handed to the checkpoint manager (`amber_ckpt`):
 //!
-//! | item ids            | kind byte            | bytes                                   |
-//! |---------------------|----------------------|-----------------------------------------|
-//! | 0..MEMORY_ITEMS     | the object's ObjKind | `Kernel::encode_object` of arena index i |
-//! | MEMORY_ITEMS + t    | [`MEMORY_KIND`]      | task t's RAM (data, bss, stack), as is   |
+//! | item ids                  | kind byte            | bytes                                   |
+//! |---------------------------|----------------------|-----------------------------------------|
+//! | 0..MEMORY_ITEMS           | the object's ObjKind | `Kernel::encode_object` of arena index i |
+//! | MEMORY_ITEMS + t*PAGES + p | [`MEMORY_KIND`]      | page p of task t's RAM (`crate::pages`) |
 //!
 //! Task code is not checkpointed: it is read-only and comes from the image. The
 //! committed metadata holds the absolute tick count (so time goes on across reboots)
@@ -15,13 +15,26 @@
 //! a task run between gathering the items and the commit.
 
 use crate::bootargs::MemTrack;
+use crate::pages::{PageMask, Pages, PAGES};
 use crate::task::TaskImage;
 use amber_ckpt::{CheckpointStats, CkptError, ItemId, Manager, Source, Version, META_LEN};
 use amber_core::Kernel;
 use amber_nvm::Nvm;
 
-/// Task t's RAM is item `MEMORY_ITEMS + t`.
-pub const MEMORY_ITEMS: u16 = 100;
+/// Page p of task t's RAM is item `MEMORY_ITEMS + t * PAGES + p` (64..96: above the
+/// 64 arena entries, below the manager's 128 items).
+pub const MEMORY_ITEMS: u16 = 64;
+
+/// The item of page `p` of task `t`.
+pub fn memory_item(t: usize, p: usize) -> ItemId {
+    ItemId(MEMORY_ITEMS + (t * PAGES + p) as u16)
+}
+
+/// The (task, page) of a memory item.
+pub fn memory_page(id: ItemId) -> Option<(usize, usize)> {
+    let i = id.0.checked_sub(MEMORY_ITEMS)? as usize;
+    Some((i / PAGES, i % PAGES))
+}
 /// The kind byte of task memory items.
 pub const MEMORY_KIND: u8 = 0xF0;
 
@@ -62,6 +75,8 @@ impl Meta {
 pub fn app_fingerprint(tasks: &[TaskImage]) -> u32 {
     let digest = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
     let mut d = digest.digest();
+    // The item layout is part of what a checkpoint means.
+    d.update(&[MEMORY_ITEMS as u8, PAGES as u8]);
     for t in tasks {
         d.update(t.name.as_bytes());
         for v in [t.entry, t.code.0, t.code.1, t.ram.0, t.ram.1, t.stack_top] {
@@ -75,8 +90,8 @@ pub fn app_fingerprint(tasks: &[TaskImage]) -> u32 {
 pub struct Snapshot<'a> {
     pub kernel: &'a Kernel,
     pub tasks: &'static [TaskImage],
-    /// Which tasks' RAM changed since the last commit.
-    pub mem_dirty: &'a [bool],
+    /// Which pages of each task's RAM changed since the last commit.
+    pub mem_dirty: &'a [PageMask],
     /// Copy everything, dirty or not (the first checkpoint, and full-copy mode).
     pub all: bool,
 }
@@ -86,9 +101,16 @@ impl Source for Snapshot<'_> {
         for (i, kind) in self.kernel.live_objects() {
             f(ItemId(i), kind as u8, self.all || self.kernel.is_dirty(i));
         }
-        for (t, _) in self.tasks.iter().enumerate() {
-            let dirty = self.all || self.mem_dirty.get(t).copied().unwrap_or(true);
-            f(ItemId(MEMORY_ITEMS + t as u16), MEMORY_KIND, dirty);
+        for (t, task) in self.tasks.iter().enumerate() {
+            let pages = Pages::new(task.ram.0, task.ram.1);
+            let dirty = self.mem_dirty.get(t).copied().unwrap_or(u8::MAX);
+            for p in (0..PAGES).filter(|&p| pages.present() & 1 << p != 0) {
+                f(
+                    memory_item(t, p),
+                    MEMORY_KIND,
+                    self.all || dirty & 1 << p != 0,
+                );
+            }
         }
     }
 
@@ -97,12 +119,16 @@ impl Source for Snapshot<'_> {
             let n = self.kernel.encode_object(id.0, scratch);
             return &scratch[..n];
         }
-        match self.tasks.get((id.0 - MEMORY_ITEMS) as usize) {
-            // SAFETY: the task's RAM region lies in DRAM outside the kernel image and
-            // is not written while the world is stopped for the checkpoint.
-            Some(t) => unsafe {
-                core::slice::from_raw_parts(t.ram.0 as *const u8, t.ram.1 as usize)
-            },
+        let Some((t, p)) = memory_page(id) else {
+            return &[];
+        };
+        match self.tasks.get(t) {
+            Some(task) => {
+                let (base, len) = Pages::new(task.ram.0, task.ram.1).page(p);
+                // SAFETY: the page lies in the task's RAM region, in DRAM outside the
+                // kernel image, not written while the world is stopped.
+                unsafe { core::slice::from_raw_parts(base as *const u8, len as usize) }
+            }
             None => &[],
         }
     }
@@ -122,8 +148,8 @@ pub struct Persist<N> {
     pub nvm: N,
     pub mgr: Manager,
     pub memtrack: MemTrack,
-    /// Per task: RAM changed since the last commit.
-    pub mem_dirty: [bool; crate::task::MAX_TASKS],
+    /// Per task: the RAM pages changed since the last commit.
+    pub mem_dirty: [PageMask; crate::task::MAX_TASKS],
     /// Periodic interval in ticks; 0 = no periodic checkpoints.
     pub interval: u32,
     /// Ticks since the last checkpoint.
@@ -163,7 +189,7 @@ impl<N: Nvm> Persist<N> {
         };
         let stats = self.mgr.checkpoint(&mut self.nvm, &snap, meta)?;
         kernel.clear_dirty();
-        self.mem_dirty = [false; crate::task::MAX_TASKS];
+        self.mem_dirty = [0; crate::task::MAX_TASKS];
         self.since = 0;
         let instructions = riscv::register::minstret::read64() - start;
         let t = &mut self.totals;

@@ -21,6 +21,7 @@
 pub mod bootargs;
 pub mod cut;
 pub mod exit;
+pub mod pages;
 pub mod pmp;
 
 #[cfg(target_os = "none")]

@@ -14,9 +14,10 @@ use crate::arch::riscv32::trap::{
 };
 use crate::board::{self, External};
 use crate::bootargs::{BootArgs, MemTrack};
-use crate::checkpoint::{app_fingerprint, Meta, Persist, MEMORY_ITEMS, MEMORY_KIND};
+use crate::checkpoint::{app_fingerprint, memory_page, Meta, Persist, MEMORY_KIND};
 use crate::cut::CutNvm;
 use crate::exit::ExitCode;
+use crate::pages::{PageMask, Pages, ALL_PAGES, PAGES};
 use crate::pmp::{PmpImage, TorRegion};
 use alloc::vec::Vec;
 use amber_abi::Rights;
@@ -116,7 +117,7 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
         nvm,
         mgr: recovered,
         memtrack: args.memtrack,
-        mem_dirty: [false; MAX_TASKS],
+        mem_dirty: [0; MAX_TASKS],
         interval: app::CHECKPOINT_MS.div_ceil(TICK_MS),
         since: 0,
         app: fingerprint,
@@ -126,7 +127,7 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
         boot_fresh(tasks);
         let mut k = KERNEL.lock();
         k.mark_all_dirty();
-        persist.mem_dirty = [true; MAX_TASKS];
+        persist.mem_dirty = [ALL_PAGES; MAX_TASKS];
         match persist.take(&mut k, tasks, now_ticks()) {
             Ok(t) => info!(
                 "fresh start: app {} booted and checkpoint {} committed ({} NVM bytes, {} instructions)",
@@ -295,15 +296,17 @@ fn restore(nvm: &mut SystemNvm, mgr: &Manager, tasks: &'static [TaskImage]) {
             )
         };
         if kind == MEMORY_KIND {
-            let Some(t) = tasks.get(id.0.wrapping_sub(MEMORY_ITEMS) as usize) else {
+            let Some((t, page)) = memory_page(id).filter(|&(t, p)| t < tasks.len() && p < PAGES)
+            else {
                 refuse(&"task memory of a task this app does not have");
             };
-            if len != t.ram.1 {
-                refuse(&"task memory of the wrong size");
+            let (base, page_len) = Pages::new(tasks[t].ram.0, tasks[t].ram.1).page(page);
+            if len != page_len {
+                refuse(&"a task memory page of the wrong size");
             }
-            // SAFETY: the task's RAM region is ours to fill before any task runs.
-            let ram =
-                unsafe { core::slice::from_raw_parts_mut(t.ram.0 as *mut u8, t.ram.1 as usize) };
+            // SAFETY: the page lies in the task's RAM region, which is ours to fill
+            // before any task runs.
+            let ram = unsafe { core::slice::from_raw_parts_mut(base as *mut u8, len as usize) };
             mgr.read_item(nvm, id, ram).unwrap_or_else(|e| refuse(&e));
         } else {
             let mut buf = alloc::vec![0u8; len as usize];
@@ -323,11 +326,13 @@ fn restore(nvm: &mut SystemNvm, mgr: &Manager, tasks: &'static [TaskImage]) {
     k.clear_dirty();
 }
 
-/// Which task owns the RAM byte at `addr`.
-fn task_owning(addr: u32) -> Option<usize> {
+/// Which task owns the RAM byte at `addr`, and its pages.
+fn task_owning(addr: u32) -> Option<(usize, Pages)> {
     app::TASKS
         .iter()
-        .position(|t| addr >= t.ram.0 && addr - t.ram.0 < t.ram.1)
+        .map(|t| Pages::new(t.ram.0, t.ram.1))
+        .enumerate()
+        .find(|(_, pages)| pages.contains(addr))
 }
 
 /// The thread of each task, by task index: filled once the kernel is booted or
@@ -351,7 +356,7 @@ fn task_index(_k: &Kernel, t: ThreadId) -> Option<usize> {
 /// core against the calling task's regions. Writes mark the task memory dirty, since
 /// the kernel's own stores do not go through PMP.
 struct Phys<'a> {
-    mem_dirty: Option<&'a mut [bool; MAX_TASKS]>,
+    mem_dirty: Option<&'a mut [PageMask; MAX_TASKS]>,
 }
 
 impl UserMemory for Phys<'_> {
@@ -362,8 +367,9 @@ impl UserMemory for Phys<'_> {
     }
 
     fn write(&mut self, addr: u32, data: &[u8]) {
-        if let (Some(dirty), Some(t)) = (self.mem_dirty.as_deref_mut(), task_owning(addr)) {
-            dirty[t] = true;
+        if let (Some(dirty), Some((t, pages))) = (self.mem_dirty.as_deref_mut(), task_owning(addr))
+        {
+            dirty[t] |= pages.touched(addr, data.len() as u32);
         }
         // SAFETY: as in `read`, for a region the task may write.
         unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) }
@@ -513,8 +519,9 @@ pub extern "C" fn user_trap(mcause: usize, mtval: usize) -> *mut Context {
 /// mcause of a store access fault.
 const STORE_ACCESS_FAULT: usize = 7;
 
-/// A store to clean, write-protected task memory: marks it dirty and lets the store
-/// run again (the pc still points at it). Returns false for a real fault.
+/// A store to clean, write-protected task memory: marks the page dirty (every page,
+/// when the PMP maps the task's RAM whole) and lets the store run again (the pc still
+/// points at it). Returns false for a real fault.
 fn first_write(mcause: usize, addr: u32) -> bool {
     if mcause != STORE_ACCESS_FAULT {
         return false;
@@ -524,57 +531,86 @@ fn first_write(mcause: usize, addr: u32) -> bool {
     let Some(i) = task_index(&k, t) else {
         return false;
     };
-    let ram = app::TASKS[i].ram;
+    let pages = Pages::new(app::TASKS[i].ram.0, app::TASKS[i].ram.1);
     let mut p = PERSIST.lock();
     let Some(p) = p.as_mut() else { return false };
-    if p.memtrack != MemTrack::Protect || p.mem_dirty[i] || addr < ram.0 || addr - ram.0 >= ram.1 {
+    let clean = pages.present() & !p.mem_dirty[i];
+    if p.memtrack != MemTrack::Protect || !pages.contains(addr) || clean == 0 {
         return false;
     }
-    p.mem_dirty[i] = true;
+    let split = PMP_FOR.lock().is_some_and(|(_, _, _, split)| split);
+    let touched = if split {
+        pages.touched(addr, 4)
+    } else {
+        pages.present()
+    };
+    if touched & clean == 0 {
+        return false;
+    }
+    p.mem_dirty[i] |= touched;
     *PMP_FOR.lock() = None;
     true
 }
 
-/// What the PMP holds: the task, the kernel's memory epoch and whether the task's RAM
-/// was writable. The PMP is rewritten only when one of them changes.
-static PMP_FOR: spin::Mutex<Option<(ThreadId, u32, bool)>> = spin::Mutex::new(None);
+/// What the PMP holds: the task, the kernel's memory epoch, which of its RAM pages
+/// were writable, and whether the RAM was split into pages. The PMP is rewritten only
+/// when one of them changes.
+static PMP_FOR: spin::Mutex<Option<(ThreadId, u32, PageMask, bool)>> = spin::Mutex::new(None);
 
 /// Programs the PMP for `t` unless it already holds `t`'s regions. With write
-/// protection on, clean task RAM is mapped read-only so the first store traps.
+/// protection on, clean pages of the task's RAM are mapped read-only so that the first
+/// store to each traps. When the pages do not fit beside the task's other regions,
+/// the RAM is mapped whole (writable only once every page is dirty).
 fn program_pmp(k: &Kernel, t: ThreadId) {
     let index = task_index(k, t);
     let writable = {
         let p = PERSIST.lock();
         match (p.as_ref(), index) {
-            (Some(p), Some(i)) => p.memtrack == MemTrack::Copy || p.mem_dirty[i],
-            _ => true,
+            (Some(p), Some(i)) if p.memtrack == MemTrack::Protect => p.mem_dirty[i],
+            _ => ALL_PAGES,
         }
     };
-    let key = Some((t, k.memory_epoch(), writable));
+    let ram = index.map(|i| app::TASKS[i].ram);
+    let pages = ram.map(|(base, len)| Pages::new(base, len));
+    let own_ram = |r: &RegionSpec| ram == Some((r.base, r.len));
+    let others = k.regions(t).filter(|r| !own_ram(r)).count();
+    let split = pages.is_some() && others + PAGES <= crate::pmp::MAX_REGIONS;
+    let key = Some((t, k.memory_epoch(), writable, split));
     let mut pmp_for = PMP_FOR.lock();
     if *pmp_for == key {
         return;
     }
-    let ram = index.map(|i| app::TASKS[i].ram);
     let mut regions: heapless::Vec<TorRegion, { crate::pmp::MAX_REGIONS }> = heapless::Vec::new();
+    let mut push = |base: u32, len: u32, read: bool, write: bool, exec: bool| match TorRegion::new(
+        base, len, read, write, exec,
+    ) {
+        Ok(region) if regions.push(region).is_ok() => {}
+        _ => error!(
+            "task {}: region {base:#x}+{len:#x} cannot be mapped",
+            k.task_name(t)
+        ),
+    };
     for r in k.regions(t) {
-        let own_ram = ram == Some((r.base, r.len));
-        let write = r.rights.contains(Rights::WRITE) && (writable || !own_ram);
-        let region = TorRegion::new(
-            r.base,
-            r.len,
+        let (read, write, exec) = (
             r.rights.contains(Rights::READ),
-            write,
+            r.rights.contains(Rights::WRITE),
             r.rights.contains(Rights::EXEC),
         );
-        match region {
-            Ok(region) if regions.push(region).is_ok() => {}
-            _ => error!(
-                "task {}: region {:#x}+{:#x} cannot be mapped",
-                k.task_name(t),
+        match pages.filter(|_| own_ram(&r)) {
+            Some(pg) if split => {
+                for p in (0..PAGES).filter(|&p| pg.present() & 1 << p != 0) {
+                    let (base, len) = pg.page(p);
+                    push(base, len, read, write && writable & 1 << p != 0, exec);
+                }
+            }
+            Some(pg) => push(
                 r.base,
-                r.len
+                r.len,
+                read,
+                write && writable & pg.present() == pg.present(),
+                exec,
             ),
+            None => push(r.base, r.len, read, write, exec),
         }
     }
     let image = PmpImage::layout(&regions).unwrap_or(PmpImage::EMPTY);

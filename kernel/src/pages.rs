@@ -1,0 +1,118 @@
+//! Task RAM pages: the unit in which task memory is tracked dirty and checkpointed.
+//!
+//! A task's RAM region is split into [`PAGES`] pages of equal size (a multiple of the
+//! 4-byte PMP granule; the last one may be shorter, or empty for tiny regions). After
+//! each checkpoint every page is mapped read-only; the first store to a page traps and
+//! makes that page, and only that page, dirty and writable. A task that touches its
+//! stack and a few globals copies two pages per checkpoint, not its whole RAM. Each
+//! page costs one PMP region, so the split is bounded by PMP's eight regions per task.
+//! Portable and host-tested; it must never touch memory itself.
+
+/// Pages per task RAM region.
+pub const PAGES: usize = 4;
+
+/// Which pages of one task are dirty: bit `p` is page `p`.
+pub type PageMask = u8;
+
+/// Every page dirty.
+pub const ALL_PAGES: PageMask = (1 << PAGES) - 1;
+
+/// A task RAM region and its split into pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pages {
+    base: u32,
+    len: u32,
+    page_len: u32,
+}
+
+impl Pages {
+    /// Splits `[base, base + len)`; `base` and `len` are multiples of 4.
+    pub fn new(base: u32, len: u32) -> Pages {
+        let page_len = len.div_ceil(PAGES as u32).next_multiple_of(4);
+        Pages {
+            base,
+            len,
+            page_len,
+        }
+    }
+
+    /// Page `p` as (base, length); the length is 0 for a page past the region's end.
+    pub fn page(&self, p: usize) -> (u32, u32) {
+        let start = (p as u32 * self.page_len).min(self.len);
+        let end = ((p as u32 + 1) * self.page_len).min(self.len);
+        (self.base + start, end - start)
+    }
+
+    /// The pages that are not empty, as a mask.
+    pub fn present(&self) -> PageMask {
+        (0..PAGES)
+            .filter(|&p| self.page(p).1 > 0)
+            .fold(0, |m, p| m | 1 << p)
+    }
+
+    /// The pages `[addr, addr + len)` touches (empty mask when it misses the region).
+    pub fn touched(&self, addr: u32, len: u32) -> PageMask {
+        let start = addr as u64;
+        let end = start + len.max(1) as u64;
+        (0..PAGES)
+            .filter(|&p| {
+                let (b, l) = self.page(p);
+                l > 0 && start < b as u64 + l as u64 && end > b as u64
+            })
+            .fold(0, |m, p| m | 1 << p)
+    }
+
+    /// Whether `addr` lies in the region.
+    pub fn contains(&self, addr: u32) -> bool {
+        addr >= self.base && addr - self.base < self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_cover_the_region_exactly_without_overlap() {
+        for len in [4u32, 12, 16, 100, 8192, 8196] {
+            let pages = Pages::new(0x1000, len);
+            let mut next = 0x1000;
+            for p in 0..PAGES {
+                let (b, l) = pages.page(p);
+                assert!(
+                    l == 0 || b == next,
+                    "page {p} of {len} does not start where the last ended"
+                );
+                assert_eq!(b % 4, 0, "pages must sit on the PMP granule");
+                assert_eq!(l % 4, 0, "pages must be whole PMP granules");
+                next = b + l;
+            }
+            assert_eq!(
+                next,
+                0x1000 + len,
+                "the pages of {len} bytes must end at the region's end"
+            );
+        }
+    }
+
+    #[test]
+    fn an_access_marks_exactly_the_pages_it_touches() {
+        let pages = Pages::new(0x1000, 8192);
+        assert_eq!(pages.touched(0x1000, 4), 0b0001);
+        assert_eq!(
+            pages.touched(0x1000 + 2048 - 2, 4),
+            0b0011,
+            "a store across a boundary"
+        );
+        assert_eq!(pages.touched(0x1000 + 8191, 1), 0b1000);
+        assert_eq!(pages.touched(0x0FFC, 4), 0, "outside the region");
+        assert_eq!(pages.touched(0x1000, 8192), ALL_PAGES);
+    }
+
+    #[test]
+    fn a_tiny_region_has_empty_pages_that_are_never_present() {
+        let pages = Pages::new(0x1000, 8);
+        assert_eq!(pages.present(), 0b0011);
+        assert_eq!(pages.touched(0x1000, 8), 0b0011);
+    }
+}
