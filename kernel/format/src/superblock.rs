@@ -10,8 +10,9 @@ use core::fmt;
 
 /// The first eight bytes of every Amber NVM.
 pub const MAGIC: [u8; 8] = *b"AMBERNVM";
-/// The format version this code reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this code reads and writes. Version 2 added the ring and FRAM
+/// partitions; version 1 images are refused by name (there is no converter).
+pub const FORMAT_VERSION: u32 = 2;
 /// Encoded size of the superblock.
 pub const SUPERBLOCK_LEN: usize = 64;
 
@@ -19,6 +20,12 @@ pub const SUPERBLOCK_LEN: usize = 64;
 const BOOT_RECORD_OFFSET: u32 = 0x100;
 /// Where the kernel area starts; everything before it is the header area.
 const KERNEL_AREA_OFFSET: u32 = 0x1000;
+/// Devices of at least this size get a ring area and a FRAM partition.
+const PARTITIONED_FROM: u32 = 1 << 20;
+/// Size of the ring area (the SPI driver's eternal request ring).
+const RING_LEN: u32 = 64 << 10;
+/// Largest FRAM partition: an MB85RS4MT (4 Mbit).
+const FRAM_MAX: u32 = 512 << 10;
 
 /// A byte range of the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,16 +51,26 @@ impl Region {
 /// | 16     | 4    | device size in bytes when formatted                    |
 /// | 20     | 4    | boot record offset                                     |
 /// | 24     | 4    | boot record length (both slots)                        |
-/// | 28     | 4    | kernel area offset                                     |
+/// | 28     | 4    | kernel area offset (checkpoints)                       |
 /// | 32     | 4    | kernel area length                                     |
-/// | 36     | 24   | reserved, zero                                         |
+/// | 36     | 4    | ring area offset (eternal: never rolled back)          |
+/// | 40     | 4    | ring area length (0 = none)                            |
+/// | 44     | 4    | FRAM partition offset (the emulated SPI FRAM's array)  |
+/// | 48     | 4    | FRAM partition length (0 = none; else a power of two)  |
+/// | 52     | 8    | reserved, zero                                         |
 /// | 60     | 4    | CRC-32 of bytes 0..60                                  |
+///
+/// The areas follow each other in this order, without overlap. A device of at least
+/// 1 MiB gets a 64 KiB ring area and a FRAM partition of the largest power of two up to
+/// 512 KiB that fits in a quarter of it, both at its end; a smaller device has neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Superblock {
     pub version: u32,
     pub nvm_size: u32,
     pub boot_record: Region,
     pub kernel_area: Region,
+    pub ring_area: Region,
+    pub fram_area: Region,
 }
 
 /// Why a superblock was not accepted.
@@ -111,6 +128,14 @@ impl Superblock {
         if nvm_size < KERNEL_AREA_OFFSET * 2 {
             return Err(SuperblockError::DeviceTooSmall { size: nvm_size });
         }
+        let (ring_len, fram_len) = if nvm_size >= PARTITIONED_FROM {
+            let quarter = nvm_size / 4;
+            (RING_LEN, FRAM_MAX.min(1 << (31 - quarter.leading_zeros())))
+        } else {
+            (0, 0)
+        };
+        let fram_offset = nvm_size - fram_len;
+        let ring_offset = fram_offset - ring_len;
         Ok(Superblock {
             version: FORMAT_VERSION,
             nvm_size,
@@ -120,7 +145,15 @@ impl Superblock {
             },
             kernel_area: Region {
                 offset: KERNEL_AREA_OFFSET,
-                len: nvm_size - KERNEL_AREA_OFFSET,
+                len: ring_offset - KERNEL_AREA_OFFSET,
+            },
+            ring_area: Region {
+                offset: ring_offset,
+                len: ring_len,
+            },
+            fram_area: Region {
+                offset: fram_offset,
+                len: fram_len,
             },
         })
     }
@@ -136,6 +169,10 @@ impl Superblock {
         put_u32(&mut b, 24, self.boot_record.len);
         put_u32(&mut b, 28, self.kernel_area.offset);
         put_u32(&mut b, 32, self.kernel_area.len);
+        put_u32(&mut b, 36, self.ring_area.offset);
+        put_u32(&mut b, 40, self.ring_area.len);
+        put_u32(&mut b, 44, self.fram_area.offset);
+        put_u32(&mut b, 48, self.fram_area.len);
         let crc = crc32(&b[..60]);
         put_u32(&mut b, 60, crc);
         b
@@ -169,7 +206,14 @@ impl Superblock {
             nvm_size: get_u32(b, 16),
             boot_record: region(20),
             kernel_area: region(28),
+            ring_area: region(36),
+            fram_area: region(44),
         };
+        if b[52..60].iter().any(|&x| x != 0) {
+            return Err(SuperblockError::BadLayout {
+                reason: "reserved bytes are not zero",
+            });
+        }
         if get_u32(b, 12) != SUPERBLOCK_LEN as u32 {
             return Err(SuperblockError::BadLayout {
                 reason: "superblock length is not 64",
@@ -195,9 +239,20 @@ impl Superblock {
             Some(end) if end <= self.kernel_area.offset => {}
             _ => return bad("the boot record overlaps the kernel area"),
         }
-        match self.kernel_area.end() {
+        let in_order = [self.kernel_area, self.ring_area, self.fram_area]
+            .windows(2)
+            .all(|w| w[0].end().is_some_and(|end| end <= w[1].offset));
+        if !in_order {
+            return bad(
+                "the kernel area, ring area and FRAM partition overlap or are out of order",
+            );
+        }
+        if self.fram_area.len != 0 && !self.fram_area.len.is_power_of_two() {
+            return bad("the FRAM partition is not a power of two");
+        }
+        match self.fram_area.end() {
             Some(end) if end <= self.nvm_size => Ok(()),
-            _ => bad("the kernel area runs past the end of the device"),
+            _ => bad("an area runs past the end of the device"),
         }
     }
 }
@@ -274,6 +329,23 @@ mod tests {
             Superblock::decode(&sb.encode(), SIZE),
             Err(SuperblockError::BadLayout { .. })
         ));
+    }
+
+    #[test]
+    fn a_large_device_gets_a_ring_and_a_fram_partition_at_its_end() {
+        let sb = Superblock::for_device(SIZE).unwrap();
+        assert_eq!(
+            sb.fram_area,
+            Region {
+                offset: SIZE - (512 << 10),
+                len: 512 << 10
+            }
+        );
+        assert_eq!(sb.ring_area.end(), Some(sb.fram_area.offset));
+        assert_eq!(sb.kernel_area.end(), Some(sb.ring_area.offset));
+        let small = Superblock::for_device(64 << 10).unwrap();
+        assert_eq!((small.ring_area.len, small.fram_area.len), (0, 0));
+        assert_eq!(small.kernel_area.end(), Some(64 << 10));
     }
 
     #[test]

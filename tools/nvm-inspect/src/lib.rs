@@ -99,6 +99,16 @@ pub fn inspect(image: &[u8]) -> Report {
         "  kernel area  at {:#08x}, {} bytes",
         sb.kernel_area.offset, sb.kernel_area.len
     );
+    let _ = writeln!(
+        text,
+        "  ring area    at {:#08x}, {} bytes (eternal)",
+        sb.ring_area.offset, sb.ring_area.len
+    );
+    let _ = writeln!(
+        text,
+        "  FRAM         at {:#08x}, {} bytes",
+        sb.fram_area.offset, sb.fram_area.len
+    );
     let slots =
         boot_record_slots(&mut nvm, &sb).expect("the layout was checked to lie inside the image");
     let mut newest: Option<(u64, u64, u64)> = None;
