@@ -127,6 +127,7 @@ impl Kernel {
                 seq: 0,
                 reply_to: None,
                 exit_code: 0,
+                watch: None,
             }))
             .ok_or(BootError::OutOfObjects)?;
         let t = ThreadId(th);
@@ -246,6 +247,7 @@ impl Kernel {
         self.seq = 0;
         self.booted = false;
         self.checkpoint_requested = false;
+        self.pending_watches.clear();
         self.bump_memory_epoch();
     }
 

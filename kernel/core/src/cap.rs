@@ -319,8 +319,9 @@ impl Kernel {
         }
     }
 
-    /// Frees `obj`'s entry after waking every thread blocked on it with `PeerGone` and
-    /// disarming timers that would signal it. No capability may name it any more.
+    /// Frees `obj`'s entry after waking every thread blocked on it with `PeerGone`,
+    /// disarming timers and removing commit watches that would signal it. No
+    /// capability may name it any more.
     fn destroy(&mut self, obj: ObjId) {
         for t in self.thread_ids().collect_array() {
             let Some(t) = t else { continue };
@@ -346,6 +347,7 @@ impl Kernel {
                 }
             }
         }
+        self.drop_watches_on(obj);
         if matches!(self.obj(obj), Object::MemObj(_)) {
             self.bump_memory_epoch();
         }

@@ -20,6 +20,7 @@
 //! | `memory_epoch` | advanced, so the arch code reprograms PMP |
 //! | wait and run queues | never stored anywhere: read from thread states |
 //! | checkpoint request | false (see below) |
+//! | pending commit-watch values | none: read per checkpoint attempt (watch.rs) |
 //! | IRQ routing | `Platform::irq_enable` for every enabled IrqNotification |
 //! | dirty bits | all clean: the restored state is exactly what the records hold |
 //!
@@ -282,6 +283,7 @@ mod tests {
         spec::{FaultPolicy, MemKind, RegionSpec},
         thread::{self, Block, Thread, ThreadState},
         timer::{self, Timer},
+        watch::Watch,
     };
 
     fn id(i: usize) -> ObjId {
@@ -310,7 +312,21 @@ mod tests {
             seq: 0x1_0000_0005,
             reply_to: Some(ThreadId(id(9))),
             exit_code: 5,
+            watch: None,
         })
+    }
+
+    fn watching(state: ThreadState) -> Object {
+        let mut o = thread(state);
+        if let Object::Thread(t) = &mut o {
+            t.watch = Some(Watch {
+                ptr: 0x8000_0800,
+                notif: id(12),
+                commit_bits: 0x8000_0001,
+                restore_bits: 2,
+            });
+        }
+        o
     }
 
     #[test]
@@ -335,6 +351,11 @@ mod tests {
         let cases = [
             (Object::CapGroup(group), capgroup::RECORD_LEN),
             (thread(ThreadState::Ready), thread::RECORD_LEN),
+            (watching(ThreadState::Ready), thread::RECORD_LEN),
+            (
+                watching(ThreadState::Blocked(Block::Notification { obj: id(12) })),
+                thread::RECORD_LEN,
+            ),
             (thread(ThreadState::Exited), thread::RECORD_LEN),
             (
                 thread(ThreadState::Blocked(Block::Send {

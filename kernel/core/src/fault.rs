@@ -168,12 +168,13 @@ impl Kernel {
     }
 
     /// Ends thread `t` (state Exited, never scheduled again; its CapGroup and caps
-    /// stay). A caller waiting for its reply gets `PeerGone`.
+    /// stay; its commit watch ends). A caller waiting for its reply gets `PeerGone`.
     pub(crate) fn exit_thread(&mut self, t: ThreadId, code: u32) {
         self.release_partners(t);
         let th = self.thread_mut(t);
         th.state = ThreadState::Exited;
         th.exit_code = code;
+        th.watch = None;
         log::info!(
             "task {} exited with code {:#x}",
             self.group_of(t).name,
@@ -181,11 +182,13 @@ impl Kernel {
         );
     }
 
-    /// Starts `t` again at its entry with a fresh context; its caps are kept.
+    /// Starts `t` again at its entry with a fresh context and no commit watch (the
+    /// restarted code has not asked for one); its caps are kept.
     fn restart_thread(&mut self, t: ThreadId) {
         self.release_partners(t);
         let th = self.thread_mut(t);
         th.ctx = Context::start(th.entry, th.stack_top);
+        th.watch = None;
         self.make_ready(t);
     }
 

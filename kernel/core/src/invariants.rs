@@ -277,6 +277,19 @@ impl Kernel {
             }
             ThreadState::Blocked(Block::Checkpoint) | ThreadState::Ready | ThreadState::Exited => {}
         }
+        if let Some(w) = th.watch {
+            ensure(
+                kind_is(w.notif, ObjKind::Notification),
+                "a commit watch signals a live notification",
+                i,
+            )?;
+            ensure(w.ptr != 0, "a commit watch has a nonzero pointer", i)?;
+            ensure(
+                th.state != ThreadState::Exited,
+                "an exited thread has no commit watch",
+                i,
+            )?;
+        }
         if let Some(c) = th.reply_to {
             let waits = matches!(
                 self.obj(c.obj()),

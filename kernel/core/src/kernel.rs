@@ -4,7 +4,9 @@
 //! behaviour lives with each object type. Nothing here may be reachable from a task
 //! except through `syscall`.
 
-use crate::{abi::TaskState, context::Context, ids::ThreadId, objects::Arena};
+use crate::{
+    abi::TaskState, context::Context, ids::ThreadId, objects::Arena, watch::PendingWatches,
+};
 
 /// The whole kernel state. Build it in a `static` with [`Kernel::new`] (a `const fn`,
 /// so no large stack copy), then call [`Kernel::boot`] once.
@@ -22,6 +24,8 @@ pub struct Kernel {
     pub(crate) memory_epoch: u32,
     /// A task called `Checkpoint` since the last `take_checkpoint_request`.
     pub(crate) checkpoint_requested: bool,
+    /// Watched values read for the checkpoint being taken (see watch.rs).
+    pub(crate) pending_watches: PendingWatches,
 }
 
 impl Default for Kernel {
@@ -40,6 +44,7 @@ impl Kernel {
             booted: false,
             memory_epoch: 0,
             checkpoint_requested: false,
+            pending_watches: PendingWatches::NONE,
         }
     }
 

@@ -60,6 +60,7 @@ mod spec;
 mod syscall;
 mod thread;
 mod timer;
+mod watch;
 
 pub use amber_abi as abi;
 pub use amber_abi::Rights;

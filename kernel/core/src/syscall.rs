@@ -144,6 +144,7 @@ impl Kernel {
                 Outcome::Done(Ok(Results::of(&[now as u32, (now >> 32) as u32])))
             }
             Sysno::Checkpoint => self.sys_checkpoint(t),
+            Sysno::CommitWatch => self.sys_commit_watch(t, a),
         }
     }
 

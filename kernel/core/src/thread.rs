@@ -3,7 +3,8 @@
 //! (ordered by `seq`), never stored. This file must never pick who runs (sched.rs does).
 //!
 //! It also holds how a Thread is checkpointed: [`Thread::encode`] and
-//! [`Thread::decode`], with the record layout in the doc of [`Thread`].
+//! [`Thread::decode`], with the record layout in the doc of [`Thread`]. A thread's
+//! commit watch is part of it (and of its record); its behaviour lives in watch.rs.
 
 use crate::{
     abi::ObjKind,
@@ -11,6 +12,7 @@ use crate::{
     ids::{ObjId, Priority, ThreadId},
     record::{Reader, RecordVersion, RestoreError, Writer},
     spec::FaultPolicy,
+    watch::{Watch, WATCH_RECORD_LEN},
 };
 
 /// What a blocked thread waits for.
@@ -46,11 +48,11 @@ pub(crate) enum ThreadState {
 
 /// A thread.
 ///
-/// # Checkpoint record (version 1, 168 bytes)
+/// # Checkpoint record (version 2, 182 bytes)
 ///
 /// | offset | size | meaning |
 /// |--------|------|---------|
-/// | 0 | 2 | header: version 1, kind `Thread` (2) |
+/// | 0 | 2 | header: version 2, kind `Thread` (2) |
 /// | 2 | 128 | `ctx.regs`, x0..x31, u32 each |
 /// | 130 | 4 | `ctx.pc` |
 /// | 134 | 2 | `group` (ObjId) |
@@ -65,8 +67,14 @@ pub(crate) enum ThreadState {
 /// | 154 | 8 | `seq` |
 /// | 162 | 2 | `reply_to` (ObjId of a thread, or 0xFFFF) |
 /// | 164 | 4 | `exit_code` |
+/// | 168 | 4 | `watch` pointer (nonzero); 0 = no watch, and then bytes 172..182 are 0 |
+/// | 172 | 2 | `watch` notification (ObjId) |
+/// | 174 | 4 | `watch` commit bits |
+/// | 178 | 4 | `watch` restore bits |
 ///
-/// Nothing in a Thread is derived, so everything is stored. One state is stored as
+/// Version 2 added the commit watch (168..182). Nothing in a Thread is derived, so
+/// everything is stored (the value a watch read for the checkpoint being taken is not
+/// the thread's: see watch.rs). One state is stored as
 /// another: a thread blocked in `Checkpoint` is written as Ready with `a0` = 0, which
 /// is exactly what `Kernel::checkpoint_done(true)` makes of it (it keeps its `seq`), so
 /// after a restore it resumes as if the checkpoint it waited for had succeeded; it is
@@ -93,6 +101,8 @@ pub(crate) struct Thread {
     pub reply_to: Option<ThreadId>,
     /// The code passed to `Exit` (or `FAULT_EXIT_CODE`).
     pub exit_code: u32,
+    /// The commit watch (`CommitWatch`), if any; never on an exited thread.
+    pub watch: Option<Watch>,
 }
 
 /// The exit code recorded for a task ended by a fault.
@@ -110,9 +120,9 @@ impl Thread {
 }
 
 /// The layout version of Thread records.
-const VERSION: RecordVersion = RecordVersion(1);
+const VERSION: RecordVersion = RecordVersion(2);
 /// Bytes in a Thread record.
-pub(crate) const RECORD_LEN: usize = 168;
+pub(crate) const RECORD_LEN: usize = 168 + WATCH_RECORD_LEN;
 
 const READY: u8 = 0;
 const EXITED: u8 = 1;
@@ -170,6 +180,7 @@ impl Thread {
         w.u64(self.seq);
         w.opt_obj(self.reply_to.map(ThreadId::obj));
         w.u32(self.exit_code);
+        Watch::encode(self.watch.as_ref(), w);
     }
 
     /// Reads a record written by [`Thread::encode`], checking every field on its own.
@@ -223,6 +234,7 @@ impl Thread {
         let seq = r.u64()?;
         let reply_to = r.opt_obj()?.map(ThreadId);
         let exit_code = r.u32()?;
+        let watch = Watch::decode(r)?;
         Ok(Thread {
             ctx,
             group,
@@ -234,6 +246,7 @@ impl Thread {
             seq,
             reply_to,
             exit_code,
+            watch,
         })
     }
 }

@@ -321,7 +321,7 @@ fn every_cap_taking_syscall_refuses_a_cap_without_its_right() {
     for i in 0..6 {
         derive(&mut s, "t", i, i + 8, Rights::empty(), 0).unwrap();
     }
-    let calls: [(Sysno, [u32; 6]); 12] = [
+    let calls: [(Sysno, [u32; 6]); 13] = [
         (Sysno::Signal, [8, 1, 0, 0, 0, 0]),
         (Sysno::Wait, [8, 0, 0, 0, 0, 0]),
         (Sysno::Poll, [8, 0, 0, 0, 0, 0]),
@@ -334,6 +334,7 @@ fn every_cap_taking_syscall_refuses_a_cap_without_its_right() {
         (Sysno::Recv, [11, 0, 0, 0, 0, 0]),
         (Sysno::ObjDelete, [12, 0, 0, 0, 0, 0]),
         (Sysno::TaskInfo, [13, 0, 0, 0, 0, 0]),
+        (Sysno::CommitWatch, [data(0), 8, 1, 1, 0, 0]), // the notification lacks WRITE
     ];
     for (nr, args) in calls {
         assert_eq!(

@@ -1,6 +1,9 @@
 //! The syscall fuzzer: boots a small system and issues well over 100,000 random
 //! syscalls with random numbers, slots, pointers and lengths, interleaved with ticks,
-//! interrupts, faults and random descriptor bytes in task memory. It asserts that
+//! interrupts, faults and random descriptor bytes in task memory; commit watches are
+//! registered with random blocks and bits, and every checkpoint the fuzzer answers
+//! runs the watch protocol (snapshot, then commit or failure; restore signals). It
+//! asserts that
 //! nothing panics (the fake memory also fails the test if the kernel touches memory
 //! no task may access with that right), that every completed call returns 0 or a documented error code, and that the
 //! tree invariants hold throughout; every 100 steps the whole kernel is checkpointed
@@ -15,7 +18,9 @@ use amber_core::{
     abi::{Error, Sysno, TaskState, NO_SLOT},
     CapSpec, Fault, FaultPolicy, Kernel, MemKind,
 };
-use common::{data, Sys, ALL, D, G, MEM_BASE, MEM_SIZE, R, RW, SHARED_BASE, W};
+use common::{
+    data, Sys, ALL, CODE_SIZE, D, G, MEM_BASE, MEM_SIZE, R, RW, SHARED_BASE, TASK_SIZE, W,
+};
 use proptest::{
     prelude::*,
     test_runner::{Config, RngAlgorithm, TestRng, TestRunner},
@@ -83,6 +88,21 @@ fn arg(own: usize, i: usize, w: u32) -> u32 {
     }
 }
 
+/// A `CommitWatch` block pointer for task `own`: sometimes 0 (remove the watch),
+/// mostly a spot of its data, sometimes its read-only code, the shared MemObj (held by
+/// some tasks), a block at or straddling the end of its data region, or anything.
+fn watch_ptr(own: usize, w: u32) -> u32 {
+    let v = w >> 3;
+    match w % 8 {
+        0 => 0,
+        1 => common::code(own) + v % CODE_SIZE,
+        2 => SHARED_BASE + v % 0x100,
+        3 => data(own) + (TASK_SIZE - CODE_SIZE) - 16 + v % 16,
+        4 => w.rotate_left(7),
+        _ => any_spot(own, v),
+    }
+}
+
 /// Random descriptor bytes for task `own`, mostly plausible field by field.
 fn desc(own: usize, raw: &[u32; 9]) -> [u32; 9] {
     let pick = |w: u32, plausible: u32| {
@@ -131,7 +151,7 @@ fn op((sel, raw): (u8, [u32; 9])) -> Op {
     let args = [raw[1], raw[2], raw[3], raw[4], raw[5], raw[6]];
     match sel % 50 {
         0..=39 => {
-            let nr = raw[0] % 22;
+            let nr = raw[0] % Sysno::ALL.len() as u32;
             // Exit ends a task for good and deletions empty the tree: keep them rare so
             // the system stays busy and deep states are reached.
             let rare = if nr == Sysno::Exit as u32 { 40 } else { 4 };
@@ -276,7 +296,8 @@ fn boot() -> Sys {
 }
 
 static SYSCALLS: AtomicU64 = AtomicU64::new(0);
-static OUTCOMES: [[AtomicU64; 15]; 22] = [const { [const { AtomicU64::new(0) }; 15] }; 22];
+static OUTCOMES: [[AtomicU64; 15]; Sysno::ALL.len()] =
+    [const { [const { AtomicU64::new(0) }; 15] }; Sysno::ALL.len()];
 static REBOOTS: AtomicU64 = AtomicU64::new(0);
 static POWER_CUTS: AtomicU64 = AtomicU64::new(0);
 
@@ -285,9 +306,23 @@ fn check(s: &Sys, what: &str) -> Result<(), TestCaseError> {
         .map_err(|v| TestCaseError::fail(format!("after {what}: {v}")))
 }
 
+/// A checkpoint attempt as the arch code makes it: watches are read with the world
+/// stopped, then the attempt commits or fails.
+fn checkpoint(s: &mut Sys, ok: bool) {
+    s.k.snapshot_watches(&mut s.mem);
+    s.k.checkpoint_done(ok);
+    if ok {
+        s.k.watches_committed(&mut s.mem, &mut s.plat);
+    } else {
+        s.k.watches_failed();
+    }
+}
+
 /// Checkpoints every object, restores a new kernel from the records and carries on
-/// with it: the records must restore, and re-encode to themselves.
+/// with it: the records must restore, and re-encode to themselves. The restored
+/// kernel then signals its watches' restore bits.
 fn power_cut(s: &mut Sys) -> Result<(), TestCaseError> {
+    s.k.snapshot_watches(&mut s.mem);
     let mut recs = Vec::new();
     for (i, _) in s.k.live_objects() {
         let mut buf = [0u8; Kernel::RECORD_MAX];
@@ -307,6 +342,7 @@ fn power_cut(s: &mut Sys) -> Result<(), TestCaseError> {
             i
         );
     }
+    k.signal_restored(&mut s.plat);
     s.k = k;
     POWER_CUTS.fetch_add(1, Ordering::Relaxed);
     Ok(())
@@ -317,6 +353,7 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
     for (i, op) in raw.into_iter().map(op).enumerate() {
         match op {
             Op::Sys { nr, args } => {
+                let raw_a0 = args[0];
                 let Some(t) = s.k.current() else {
                     // Everyone blocked or exited: interrupts and time may help, else reboot.
                     s.plat.now += 1000;
@@ -331,7 +368,10 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
                     continue;
                 };
                 let own = s.k.task_name(t).as_bytes()[0].wrapping_sub(b'a') as usize % TASKS;
-                let args: [u32; 6] = std::array::from_fn(|i| arg(own, i, args[i]));
+                let mut args: [u32; 6] = std::array::from_fn(|i| arg(own, i, args[i]));
+                if nr == Sysno::CommitWatch as u32 {
+                    args[0] = watch_ptr(own, raw_a0);
+                }
                 let ctx = s.k.context_mut(t);
                 ctx.regs[17] = nr;
                 ctx.regs[10..16].copy_from_slice(&args);
@@ -364,7 +404,7 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
                 s.k.tick(&mut s.plat);
                 // The arch code answers checkpoint requests; sometimes the NVM fails.
                 if s.k.take_checkpoint_request() {
-                    s.k.checkpoint_done(advance % 8 != 0);
+                    checkpoint(&mut s, advance % 8 != 0);
                 }
             }
             Op::Irq { irq } => {

@@ -41,6 +41,7 @@
 //! | 19 | `TaskInfo` | a0 = task slot or [`NO_SLOT`] for the caller | a1 = thread id, a2 = [`TaskState`], a3 = exit code | slot errors, `NoRights` (READ) |
 //! | 20 | `Now` | – | a1/a2 = ticks since boot, low/high | – |
 //! | 21 | `Checkpoint` | – | – (blocks until a checkpoint containing the caller has committed) | `CheckpointFailed` |
+//! | 22 | `CommitWatch` | a0 = pointer to the 16-byte watch block (see below), 0 = remove the watch; a1 = notification slot; a2 = bits to signal after each commit; a3 = bits to signal after a restore | – | `BadPointer` (the 16 bytes must lie in one non-device region the caller may READ and WRITE), slot errors, `NoRights` (WRITE) |
 //!
 //! "Slot errors" are `BadSlot`, `EmptySlot`, `WrongKind`. "Descriptor errors" are
 //! `BadPointer`, `TooLong`, `BadSlot`, `EmptySlot`, `NoRights` (the transferred cap
@@ -71,6 +72,31 @@
 //! from was taken resumes with `a0` = 0: that checkpoint is the one it waited for. On
 //! return the caller is queued in its priority's round robin as of the moment it
 //! called.
+//!
+//! # Commit watch
+//!
+//! `CommitWatch` lets a task (the SPI driver) learn which value one of its own
+//! counters had in each committed checkpoint, and when the system was restored. The
+//! task names 16 bytes of its memory ([`COMMIT_WATCH_SIZE`]): at
+//! [`WATCHED_OFFSET`] a little-endian u64 it keeps up to date (its ring writer index),
+//! at [`COMMITTED_OFFSET`] a u64 the kernel writes. Right before each checkpoint is
+//! taken (the world stopped) the kernel reads the watched value; once that checkpoint
+//! has committed, it writes that value (not the current one) to the committed half and
+//! signals the commit bits (`a2`) on the notification (`a1`, like `Signal`, waking a
+//! waiter). A checkpoint that fails writes and signals nothing. After a restore the
+//! kernel signals the restore bits (`a3`) and writes nothing. Keep the block in
+//! checkpointed memory: then, restored, the watched half holds exactly the value
+//! committed in the checkpoint restored from (the checkpoint holds the task's memory
+//! as the kernel read it), while the committed half holds the commit before that one
+//! (the kernel writes it after its checkpoint was taken). In eternal memory nothing
+//! tells whether a commit's value reached the block before the power cut.
+//!
+//! One watch per thread: a new call replaces the old one, `a0` = 0 removes it (the
+//! other arguments are then not looked at); a failed call leaves the old one. The
+//! watch is part of the thread's checkpointed state. It ends when the thread exits or
+//! restarts after a fault, and when its notification is deleted. The 16 bytes are
+//! checked again at every checkpoint: while the task no longer holds them (a MemObj
+//! capability gone), the kernel skips the watch. Bits of 0 signal nothing.
 
 #![cfg_attr(not(test), no_std)]
 
@@ -78,8 +104,10 @@ mod error;
 mod ipc;
 mod rights;
 mod sysno;
+mod watch;
 
 pub use error::Error;
 pub use ipc::{IpcDesc, IPC_DESC_SIZE, MAX_DEBUG_WRITE, MAX_MSG_BYTES, MSG_WORDS, NO_SLOT};
 pub use rights::Rights;
 pub use sysno::{ObjKind, Sysno, TaskState};
+pub use watch::{COMMITTED_OFFSET, COMMIT_WATCH_SIZE, WATCHED_OFFSET};

@@ -7,7 +7,7 @@ bitflags::bitflags! {
     /// | kind | READ | WRITE | EXEC | GRANT | DELETE |
     /// |------|------|-------|------|-------|--------|
     /// | Endpoint | `Recv` | `Send`, `Call` | – | transfer this cap | `ObjDelete` |
-    /// | Notification | `Wait`, `Poll` | `Signal`, be a timer's target | – | transfer | `ObjDelete` |
+    /// | Notification | `Wait`, `Poll` | `Signal`, be a timer's or a commit watch's target | – | transfer | `ObjDelete` |
     /// | IrqNotification | `IrqWait` | `IrqAck` | – | transfer | `ObjDelete` |
     /// | Timer | – | `TimerSet` | – | transfer | `ObjDelete` |
     /// | MemObj | PMP read | PMP write | PMP execute | transfer | `ObjDelete` |

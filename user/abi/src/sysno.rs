@@ -49,11 +49,14 @@ pub enum Sysno {
     Now = 20,
     /// Waits until the kernel has committed a checkpoint that includes the caller.
     Checkpoint = 21,
+    /// Registers (or removes) the caller's commit watch: after each committed
+    /// checkpoint the kernel stores the value a task counter had in it and signals.
+    CommitWatch = 22,
 }
 
 impl Sysno {
     /// Every syscall, in number order.
-    pub const ALL: [Sysno; 22] = [
+    pub const ALL: [Sysno; 23] = [
         Sysno::Null,
         Sysno::Yield,
         Sysno::Exit,
@@ -76,6 +79,7 @@ impl Sysno {
         Sysno::TaskInfo,
         Sysno::Now,
         Sysno::Checkpoint,
+        Sysno::CommitWatch,
     ];
 
     /// The syscall with number `n`, or `None` for an unknown number.
@@ -146,7 +150,7 @@ mod tests {
             assert_eq!(Sysno::from_u32(i as u32), Some(*s));
         }
         assert_eq!(
-            Sysno::from_u32(22),
+            Sysno::from_u32(23),
             None,
             "numbers past the table are unknown"
         );

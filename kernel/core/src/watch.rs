@@ -1,0 +1,223 @@
+//! Commit watches: a driver task names 16 bytes of its memory, a counter it keeps and
+//! a slot the kernel fills, and learns after each committed checkpoint the value the
+//! counter had IN that checkpoint (the SPI ring's writer index becomes the committed
+//! visible index, see DESIGN.md "Delayed external visibility"), and when the system
+//! was restored. The watch itself is part of its Thread (and of the Thread's record);
+//! the value read before a checkpoint is not: it belongs to one checkpoint attempt and
+//! lives here, outside the arena, until the attempt ends.
+//!
+//! The arch code drives the protocol around every checkpoint attempt:
+//! [`Kernel::snapshot_watches`] with the world stopped right before the checkpoint is
+//! taken, then [`Kernel::watches_committed`] or [`Kernel::watches_failed`]; and
+//! [`Kernel::signal_restored`] after [`Kernel::restore_into`]. This file must never
+//! touch user memory it has not validated against the task's regions at that moment
+//! (regions change: a watch whose memory is gone is skipped, never trusted).
+
+use crate::{
+    abi::{ObjKind, Rights, COMMITTED_OFFSET, COMMIT_WATCH_SIZE, WATCHED_OFFSET},
+    cap::CollectArray,
+    ids::{ObjId, ThreadId},
+    kernel::Kernel,
+    objects::Object,
+    platform::{Platform, UserMemory},
+    record::{Reader, RestoreError, Writer},
+    syscall::Outcome,
+    MAX_OBJECTS,
+};
+
+/// A thread's commit watch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Watch {
+    /// The 16-byte block in the task's memory (never 0: 0 means "no watch" in the ABI
+    /// and in the record).
+    pub ptr: u32,
+    /// The notification to signal.
+    pub notif: ObjId,
+    /// Bits signalled after each commit (0 = none).
+    pub commit_bits: u32,
+    /// Bits signalled after a restore (0 = none).
+    pub restore_bits: u32,
+}
+
+/// Bytes a watch takes in a Thread record (see the table on `Thread`).
+pub(crate) const WATCH_RECORD_LEN: usize = 14;
+
+impl Watch {
+    /// Writes the watch part of a Thread record: pointer (u32, 0 = none), notification
+    /// (ObjId), commit bits, restore bits; all zero for no watch.
+    pub(crate) fn encode(watch: Option<&Watch>, w: &mut Writer) {
+        let Some(watch) = watch else {
+            w.zeros(WATCH_RECORD_LEN);
+            return;
+        };
+        w.u32(watch.ptr);
+        w.obj(watch.notif);
+        w.u32(watch.commit_bits);
+        w.u32(watch.restore_bits);
+    }
+
+    /// Reads what [`Watch::encode`] wrote: no watch must be all zero. Whether the
+    /// notification exists and the thread may have a watch is checked on the whole
+    /// tree (`check_invariants`).
+    pub(crate) fn decode(r: &mut Reader) -> Result<Option<Watch>, RestoreError> {
+        let ptr = r.u32()?;
+        if ptr == 0 {
+            r.zeros(WATCH_RECORD_LEN - 4, "unused commit watch fields")?;
+            return Ok(None);
+        }
+        Ok(Some(Watch {
+            ptr,
+            notif: r.obj()?,
+            commit_bits: r.u32()?,
+            restore_bits: r.u32()?,
+        }))
+    }
+}
+
+/// A watch as [`Kernel::snapshot_watches`] found it, with the value it read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Snapshot {
+    watch: Watch,
+    value: u64,
+}
+
+/// The values read for the checkpoint being taken, by thread arena index. Never
+/// recorded: derived per checkpoint attempt, empty after a restore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PendingWatches([Option<Snapshot>; MAX_OBJECTS]);
+
+impl PendingWatches {
+    /// Nothing pending.
+    pub(crate) const NONE: PendingWatches = PendingWatches([None; MAX_OBJECTS]);
+
+    /// Drops every pending value.
+    pub(crate) fn clear(&mut self) {
+        *self = PendingWatches::NONE;
+    }
+}
+
+/// The access a task needs on its watch block: the kernel reads one half and writes
+/// the other.
+const NEED: Rights = Rights::READ.union(Rights::WRITE);
+
+impl Kernel {
+    /// `CommitWatch(ptr, notif, commit_bits, restore_bits)`: `ptr` = 0 removes the
+    /// caller's watch (nothing else is looked at). Otherwise the 16 bytes at `ptr` must
+    /// lie in one non-device region the caller may read and write (`BadPointer`), and
+    /// `notif` must be a Notification cap with WRITE. Replaces any earlier watch; a
+    /// refused call leaves it.
+    pub(crate) fn sys_commit_watch(&mut self, t: ThreadId, a: [u32; 6]) -> Outcome {
+        let [ptr, slot, commit_bits, restore_bits, _, _] = a;
+        let watch = if ptr == 0 {
+            None
+        } else {
+            if let Err(e) = self.check_user(t, ptr, COMMIT_WATCH_SIZE, NEED) {
+                return Outcome::err(e);
+            }
+            match self.lookup(t, slot, Some(ObjKind::Notification), Rights::WRITE) {
+                Ok((_, cap)) => Some(Watch {
+                    ptr,
+                    notif: cap.obj,
+                    commit_bits,
+                    restore_bits,
+                }),
+                Err(e) => return Outcome::err(e),
+            }
+        };
+        self.thread_mut(t).watch = watch;
+        Outcome::ok()
+    }
+
+    /// Right before a checkpoint is taken, with the world stopped: reads each watched
+    /// u64 whose block the task still may read and write, and keeps it pending for
+    /// [`Kernel::watches_committed`]. Replaces anything still pending. Changes no
+    /// object (nothing becomes dirty).
+    pub fn snapshot_watches(&mut self, mem: &mut impl UserMemory) {
+        self.pending_watches.clear();
+        for t in self.thread_ids().collect_array().into_iter().flatten() {
+            let Some(watch) = self.thread(t).watch else {
+                continue;
+            };
+            if self
+                .check_user(t, watch.ptr, COMMIT_WATCH_SIZE, NEED)
+                .is_err()
+            {
+                continue;
+            }
+            let mut b = [0u8; 8];
+            // In range: the whole 16-byte block was just validated.
+            mem.read(watch.ptr + WATCHED_OFFSET, &mut b);
+            self.pending_watches.0[t.index()] = Some(Snapshot {
+                watch,
+                value: u64::from_le_bytes(b),
+            });
+        }
+    }
+
+    /// The checkpoint after [`Kernel::snapshot_watches`] committed: writes each
+    /// pending value into its task's committed half and signals the commit bits on the
+    /// watch's notification (waking a waiter as `Signal` does), then reschedules. A
+    /// watch that changed since the snapshot (replaced, removed, its thread ended) or
+    /// whose block the task no longer may read and write is skipped. Nothing stays
+    /// pending. The notification and a woken thread change through the arena's guard,
+    /// so the next checkpoint includes them; the written bytes are task memory (the
+    /// arch's `UserMemory` tracks those).
+    pub fn watches_committed(&mut self, mem: &mut impl UserMemory, _plat: &mut impl Platform) {
+        let pending = core::mem::replace(&mut self.pending_watches, PendingWatches::NONE);
+        for (i, snap) in pending.0.iter().enumerate() {
+            let (Some(snap), Some(id)) = (snap, ObjId::from_index(i)) else {
+                continue;
+            };
+            let unchanged =
+                matches!(self.obj(id), Object::Thread(th) if th.watch == Some(snap.watch));
+            let t = ThreadId(id);
+            if !unchanged
+                || self
+                    .check_user(t, snap.watch.ptr, COMMIT_WATCH_SIZE, NEED)
+                    .is_err()
+            {
+                continue;
+            }
+            mem.write(snap.watch.ptr + COMMITTED_OFFSET, &snap.value.to_le_bytes());
+            self.signal_watch(snap.watch.notif, snap.watch.commit_bits);
+        }
+        self.schedule();
+    }
+
+    /// The checkpoint after [`Kernel::snapshot_watches`] failed: drops the pending
+    /// values; writes and signals nothing.
+    pub fn watches_failed(&mut self) {
+        self.pending_watches.clear();
+    }
+
+    /// After [`Kernel::restore_into`]: signals every watch's restore bits (waking
+    /// waiters as `Signal` does), then reschedules. Writes no task memory: restored,
+    /// the committed value is the watched value as the checkpoint holds it. The
+    /// notifications and woken threads become dirty, so the next checkpoint includes
+    /// them.
+    pub fn signal_restored(&mut self, _plat: &mut impl Platform) {
+        for t in self.thread_ids().collect_array().into_iter().flatten() {
+            if let Some(watch) = self.thread(t).watch {
+                self.signal_watch(watch.notif, watch.restore_bits);
+            }
+        }
+        self.schedule();
+    }
+
+    /// Signals `bits` on a watch's notification; nothing for 0 bits or (never, by the
+    /// invariants) an object that is not a notification.
+    fn signal_watch(&mut self, notif: ObjId, bits: u32) {
+        if bits != 0 && self.kind_of(notif) == Some(ObjKind::Notification) {
+            self.signal_obj(notif, bits);
+        }
+    }
+
+    /// Removes every watch that signals `notif` (it is being destroyed).
+    pub(crate) fn drop_watches_on(&mut self, notif: ObjId) {
+        for t in self.thread_ids().collect_array().into_iter().flatten() {
+            if self.thread(t).watch.is_some_and(|w| w.notif == notif) {
+                self.thread_mut(t).watch = None;
+            }
+        }
+    }
+}
