@@ -4,6 +4,7 @@
 mod conformance;
 mod crash;
 mod driver;
+mod emu;
 mod part;
 mod protocol;
 mod sim_rules;
