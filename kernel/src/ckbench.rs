@@ -4,7 +4,7 @@
 //! a full copy of the same system; then the cost of recovering it. Run it under
 //! `-icount shift=0,sleep=off` (`cargo xtask bench`) so the counts are exact.
 //!
-//! Kernel objects here are synthetic records of 168 bytes (the size of a Thread
+//! Kernel objects here are synthetic records of 182 bytes (the size of a Thread
 //! record, the most common dirty object); the arena of a real kernel holds at most
 //! 64 objects, so the 100-object row exists only in this benchmark. It formats the
 //! checkpoint area of the NVM it is given: never run it on an image you want to keep.
@@ -18,7 +18,7 @@ use amber_nvm::Nvm;
 use log::info;
 
 /// Bytes of one synthetic kernel object record.
-const OBJECT_LEN: usize = 168;
+const OBJECT_LEN: usize = 182;
 /// The synthetic system: objects, then two task memory regions.
 const SMALL_MEM: usize = 1024;
 const LARGE_MEM: usize = 16 * 1024;

@@ -185,6 +185,7 @@ fn recover(
             }
             restore(nvm, &mgr, tasks);
             *TICK_BASE.lock() = meta.ticks;
+            KERNEL.lock().signal_restored(&mut Board);
             info!(
                 "recovered checkpoint {} in {} instructions ({} uncommitted descriptors erased)",
                 mgr.committed().0,
@@ -411,8 +412,18 @@ fn take_checkpoint(k: &mut Kernel, why: &str) -> bool {
     let Some(p) = p.as_mut() else {
         return false;
     };
+    // Commit watches: the watched values as they are in this checkpoint.
+    k.snapshot_watches(&mut Phys { mem_dirty: None });
     match p.take(k, app::TASKS, now_ticks()) {
         Ok(taken) => {
+            // Tell the watchers what this checkpoint committed; the kernel's stores
+            // into their memory mark the pages dirty for the next checkpoint.
+            k.watches_committed(
+                &mut Phys {
+                    mem_dirty: Some(&mut p.mem_dirty),
+                },
+                &mut Board,
+            );
             log::debug!(
                 "checkpoint {} ({why}): {} items, {} data bytes, {} NVM bytes, {} instructions",
                 taken.stats.version.0,
@@ -437,6 +448,7 @@ fn take_checkpoint(k: &mut Kernel, why: &str) -> bool {
             true
         }
         Err(e) => {
+            k.watches_failed();
             error!("checkpoint ({why}) failed: {e}; the changes stay marked and are retried");
             false
         }

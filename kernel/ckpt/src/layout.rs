@@ -20,7 +20,7 @@
 //! [`MAX_BLOCKS`] (an area above 16 MiB) are not used: a descriptor cannot name them.
 //!
 //! Format 1 had 32-byte descriptors with their own CRC; format 2 halves them so that a
-//! 168-byte kernel object costs 184 bytes of NVM, not 200 (see `desc`).
+//! 182-byte Thread record costs 198 bytes of NVM, not 214 (see `desc`).
 //!
 //! This file must never write to NVM: it only computes where things are and encodes
 //! or decodes the commit payload.

@@ -41,7 +41,7 @@
 //! # What a checkpoint costs
 //!
 //! Work and NVM bytes in proportion to what changed: for each dirty item its data and
-//! one 16-byte descriptor (a 168-byte kernel object: 184 bytes, 1.095 times), for each
+//! one 16-byte descriptor (a 182-byte Thread record: 198 bytes, 1.088 times), for each
 //! deleted item a descriptor, then the 60-byte commit record. Items are found through
 //! bitmaps (`set::ItemSet`), not by visiting all [`MAX_ITEMS`] ids, and the CRC is the
 //! 16-table one (`checksum`). `kernel/src/ckbench.rs` measures it (issue 4's targets).

@@ -84,8 +84,14 @@ pub enum Cap {
     Irq { irq: u32 },
     /// A timer.
     Timer {},
-    /// A range of device registers or RAM, mapped through PMP.
+    /// A range of device registers, mapped through PMP.
     Mmio {
+        base: u32,
+        len: u32,
+        rights: Vec<String>,
+    },
+    /// A range of eternal memory (NVM that is never rolled back), mapped through PMP.
+    Eternal {
         base: u32,
         len: u32,
         rights: Vec<String>,
@@ -134,6 +140,7 @@ pub fn load(path: &Path) -> Result<App, String> {
                 Cap::Endpoint { rights, .. }
                 | Cap::Notification { rights, .. }
                 | Cap::Mmio { rights, .. }
+                | Cap::Eternal { rights, .. }
                 | Cap::Nvm { rights, .. } => rights.as_slice(),
                 _ => &[],
             };
@@ -143,9 +150,9 @@ pub fn load(path: &Path) -> Result<App, String> {
             {
                 return bad(&format!("unknown right `{r}` (read, write, grant)"));
             }
-            if let Cap::Mmio { base, len, .. } = c {
+            if let Cap::Mmio { base, len, .. } | Cap::Eternal { base, len, .. } = c {
                 if base % 4 != 0 || len % 4 != 0 || *len == 0 {
-                    return bad("an mmio region must be non-empty and 4-byte aligned");
+                    return bad("a memory range must be non-empty and 4-byte aligned");
                 }
             }
         }
@@ -305,6 +312,14 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)]) -> String {
                     rights: r,
                 } => format!(
                     "CapSpec::MemObj {{ base: {base:#010x}, len: {len:#x}, rights: {}, kind: amber_core::MemKind::Device }}",
+                    rights(r)
+                ),
+                Cap::Eternal {
+                    base,
+                    len,
+                    rights: r,
+                } => format!(
+                    "CapSpec::MemObj {{ base: {base:#010x}, len: {len:#x}, rights: {}, kind: amber_core::MemKind::Eternal }}",
                     rights(r)
                 ),
                 Cap::Nvm {

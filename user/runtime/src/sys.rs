@@ -187,3 +187,20 @@ pub fn now() -> u64 {
 pub fn checkpoint() -> Result<(), Error> {
     call(Sysno::Checkpoint, [0; 6]).map(drop)
 }
+
+/// Watches the u64 at `ptr` (in this task's memory): after every checkpoint commits,
+/// the kernel writes the value it had in that checkpoint to `ptr + 8` and signals
+/// `commit_bits` on `notification`; after a restore it signals `restore_bits`.
+/// `ptr` = 0 removes the watch.
+pub fn commit_watch(
+    ptr: u32,
+    notification: u32,
+    commit_bits: u32,
+    restore_bits: u32,
+) -> Result<(), Error> {
+    call(
+        Sysno::CommitWatch,
+        [ptr, notification, commit_bits, restore_bits, 0, 0],
+    )
+    .map(drop)
+}

@@ -1,0 +1,124 @@
+//! Delayed external visibility on QEMU: the writer task sends numbered records to the
+//! FRAM through the SPI driver task (record n holds n, at 4 * (n mod SLOTS) of the
+//! FRAM). Reading the NVM file after every power cut, no record may be on the chip
+//! that the checkpoint the system comes back to does not cover; and after a recovery,
+//! every record that checkpoint covers must reach the chip.
+
+use amber_tests::{app_machine, number_after, Qemu, Rng};
+use std::time::{Duration, Instant};
+
+/// Where the FRAM partition lies in a 4 MiB NVM image (superblock format v2).
+const FRAM_OFFSET: usize = 0x38_0000;
+/// Records the writer keeps before wrapping (`user/tasks/writer`).
+const SLOTS: usize = 64 * 1024;
+
+/// Record n as the FRAM holds it (0 where no record was written).
+fn record(image: &[u8], n: usize) -> u32 {
+    let at = FRAM_OFFSET + 4 * (n % SLOTS);
+    u32::from_le_bytes(image[at..at + 4].try_into().unwrap())
+}
+
+/// The highest record number on the chip.
+fn highest(image: &[u8]) -> u32 {
+    (0..SLOTS).map(|n| record(image, n)).max().unwrap_or(0)
+}
+
+/// Reads console lines until `deadline`, returning the first that contains `needle`.
+fn wait_for(q: &mut Qemu, needle: &str, deadline: Instant) -> Option<String> {
+    while let Some(line) = q.next_line(deadline.saturating_duration_since(Instant::now())) {
+        if line.contains(needle) {
+            return Some(line);
+        }
+        assert!(!line.contains("KERNEL PANIC"), "{}", q.transcript());
+    }
+    None
+}
+
+#[test]
+fn no_fram_write_reaches_the_chip_before_its_checkpoint_commits() {
+    let machine = app_machine("spiring");
+    let image = machine.nvm.as_ref().unwrap().0.clone();
+    let mut rng = Rng::from_env("visibility");
+    let mut on_chip_at_cut: Option<u32> = None;
+    let mut checked = 0;
+    let mut most_on_chip = 0;
+    for cycle in 0..30 {
+        let mut m = machine.clone();
+        if cycle % 2 == 1 {
+            m.bootargs = format!("amber.cut={}:{}", 1 + rng.below(600), rng.below(5));
+        }
+        let mut q = Qemu::boot(&m);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        if let Some(max) = on_chip_at_cut {
+            // The system comes back to a checkpoint; the writer says which record it
+            // had written in it. Nothing beyond it may have been on the chip.
+            if let Some(line) = wait_for(&mut q, "writer: restored at ", deadline) {
+                let resumed = number_after(&line, "restored at ").unwrap() as u32;
+                assert!(
+                    max <= resumed,
+                    "cycle {cycle}: record {max} was on the FRAM, but the checkpoint the \
+                     system came back to had written only {resumed}"
+                );
+                checked += 1;
+            }
+        }
+        let run = Duration::from_millis(100 + rng.below(300));
+        let until = Instant::now() + run;
+        while q
+            .next_line(until.saturating_duration_since(Instant::now()))
+            .is_some()
+        {}
+        q.kill();
+        let bytes = std::fs::read(&image).unwrap();
+        let report = nvm_inspect::inspect(&bytes);
+        assert!(
+            report.is_consistent(),
+            "cycle {cycle}: {:?}",
+            report.problems
+        );
+        let max = highest(&bytes);
+        most_on_chip = most_on_chip.max(max);
+        on_chip_at_cut = Some(max);
+    }
+    eprintln!(
+        "visibility: 30 cycles, {checked} recoveries checked against the FRAM (up to record \
+         {most_on_chip} on the chip), violations: 0"
+    );
+    assert!(
+        checked > 5,
+        "too few cycles reached a recovery to check anything"
+    );
+    assert!(
+        most_on_chip > 0,
+        "no record ever reached the FRAM: the check above proved nothing"
+    );
+}
+
+#[test]
+fn every_committed_write_reaches_the_chip_after_recovery() {
+    let machine = app_machine("spiring");
+    let image = machine.nvm.as_ref().unwrap().0.clone();
+    let mut q = Qemu::boot(&machine);
+    q.expect_within("writer: 3000 written", Duration::from_secs(60));
+    q.send(&[0x10]); // the power-failure interrupt: commit, then halt
+    q.expect("power failure: checkpoint");
+    assert_eq!(q.exit_code(), 0);
+
+    let mut q = Qemu::boot(&machine);
+    let line = q.expect("writer: restored at ");
+    let committed = number_after(&line, "restored at ").unwrap() as usize;
+    q.expect("spidrv: restored at writer index");
+    // Let the driver apply after the next commits, then cut.
+    let next = (committed / 1000 + 2) * 1000;
+    q.expect_within(&format!("writer: {next} written"), Duration::from_secs(60));
+    q.kill();
+    let bytes = std::fs::read(&image).unwrap();
+    assert!((3000..SLOTS).contains(&committed));
+    for n in 1..=committed {
+        assert_eq!(
+            record(&bytes, n),
+            n as u32,
+            "record {n} was committed (the system resumed at {committed}) but is not on the FRAM"
+        );
+    }
+}

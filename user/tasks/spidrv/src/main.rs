@@ -1,0 +1,227 @@
+//! spidrv: the SPI FRAM driver task. It owns the FRAM (an MB85RS4MT; on QEMU emulated
+//! over the FRAM partition of the NVM window, slot 3) and its request ring (the eternal
+//! ring area, slot 2). Clients write and read by IPC (endpoint, slot 0; protocol in
+//! `amber-spi-api`). A write is appended to the ring and reaches the chip only once the
+//! checkpoint that covers it has committed: the kernel's commit watch (notification,
+//! slot 1) reports the ring's writer index as it was in each committed checkpoint, and
+//! the driver applies the ring up to it. After a restore the driver reopens the ring at
+//! its restored writer index: entries past it are dropped, committed ones not yet on
+//! the chip are replayed. A full ring asks for a checkpoint; nothing is ever dropped.
+//! Its fault policy must be "end": a restart would format the ring.
+
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+use amber_format::Region;
+use amber_fram::{EmuFram, Fram, Part};
+use amber_nvm::MmioNvm;
+use amber_spi_api::{SpiError, MAX_CHUNK, OP_READ, OP_WRITE};
+use amber_user::abi::NO_SLOT;
+use amber_user::{checkpoint, commit_watch, poll, println, recv, reply, IpcDesc};
+use amber_vring::{Ring, RingError, RingIndex};
+
+amber_user::main!(main);
+
+const ENDPOINT: u32 = 0;
+const NOTIFICATION: u32 = 1;
+const COMMITTED: u32 = 1 << 0;
+const RESTORED: u32 = 1 << 1;
+/// The ring area and the FRAM partition of a 4 MiB NVM (superblock v2) in the NVM
+/// window the kernel maps at 0x4000_0000; the app grants exactly these ranges.
+const RING_BASE: usize = 0x4037_0000;
+const RING_LEN: u32 = 64 << 10;
+const FRAM_BASE: usize = 0x4038_0000;
+const FRAM_PART: Part = Part::MB85RS4MT;
+/// Cycles per byte on the wire: 8 bits at 40 MHz with a 160 MHz CPU.
+const CYCLES_PER_BYTE: u32 = 32;
+
+/// The commit watch: [ring writer index, committed writer index (kernel-written)].
+static mut WATCH: [u64; 2] = [0; 2];
+
+type Device = Fram<EmuFram<MmioNvm>>;
+
+/// Spends `cycles` CPU cycles: the time the SPI transfer would take.
+fn spend(cycles: u32) {
+    let start = cycle();
+    while cycle().wrapping_sub(start) < cycles {
+        core::hint::spin_loop();
+    }
+}
+
+#[cfg(target_arch = "riscv32")]
+fn cycle() -> u32 {
+    let v: u32;
+    // SAFETY: reading `cycle` has no side effect; the kernel enables it for U-mode.
+    unsafe { core::arch::asm!("rdcycle {}", out(reg) v) };
+    v
+}
+
+/// The host build of a task only has to compile.
+#[cfg(not(target_arch = "riscv32"))]
+fn cycle() -> u32 {
+    u32::MAX
+}
+
+fn main() {
+    // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
+    // stopped for a checkpoint.
+    let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
+    // SAFETY: the app grants this task exactly these two ranges of the NVM window
+    // (slots 2 and 3), mapped by PMP, and no other task.
+    let (mut ring_nvm, fram_nvm) = unsafe {
+        (
+            MmioNvm::new(RING_BASE as *mut u8, RING_LEN),
+            MmioNvm::new(FRAM_BASE as *mut u8, FRAM_PART.size()),
+        )
+    };
+    let chip = EmuFram::new(FRAM_PART, fram_nvm, CYCLES_PER_BYTE, spend)
+        .expect("the FRAM range fits the part");
+    let mut fram: Device = Fram::new(chip, FRAM_PART);
+    let region = Region {
+        offset: 0,
+        len: RING_LEN,
+    };
+    commit_watch(
+        watch.as_ptr() as usize as u32,
+        NOTIFICATION,
+        COMMITTED,
+        RESTORED,
+    )
+    .expect("commit watch");
+    // A fresh start: nothing was ever visible, so the ring starts empty.
+    Ring::format(&mut ring_nvm, region).expect("format the ring");
+    let (mut ring, _) =
+        Ring::open(&mut ring_nvm, &mut fram, region, RingIndex(0)).expect("open the ring");
+    println!(
+        "spidrv: ring of {} bytes, FRAM of {} bytes",
+        ring.capacity(),
+        FRAM_PART.size()
+    );
+    let mut buf = [0u8; MAX_CHUNK];
+    loop {
+        let mut d = IpcDesc {
+            send_cap: NO_SLOT,
+            recv_ptr: buf.as_mut_ptr() as usize as u32,
+            recv_len: buf.len() as u32,
+            recv_slot: NO_SLOT,
+            ..IpcDesc::default()
+        };
+        let Ok((w, _badge)) = recv(ENDPOINT, Some(&mut d)) else {
+            continue;
+        };
+        events(&mut ring, &mut ring_nvm, &mut fram, region, watch);
+        let (op, addr, len) = (w[0], w[1], w[2] as usize);
+        let mut out = [0u8; MAX_CHUNK];
+        let status = match op {
+            OP_WRITE if len <= MAX_CHUNK && len == d.got_len as usize => write(
+                &mut ring,
+                &mut ring_nvm,
+                &mut fram,
+                watch,
+                addr,
+                &buf[..len],
+            ),
+            OP_READ if len <= MAX_CHUNK => ring
+                .read(&mut ring_nvm, &mut fram, addr, &mut out[..len])
+                .map_err(device_error),
+            _ => Err(SpiError::BadRequest),
+        };
+        let writer = ring.writer_index().0;
+        let words = [
+            status.err().map_or(0, SpiError::status),
+            writer as u32,
+            (writer >> 32) as u32,
+            0,
+        ];
+        let mut back = IpcDesc {
+            send_ptr: out.as_ptr() as usize as u32,
+            send_len: if op == OP_READ && status.is_ok() {
+                len as u32
+            } else {
+                0
+            },
+            send_cap: NO_SLOT,
+            recv_slot: NO_SLOT,
+            ..IpcDesc::default()
+        };
+        let _ = reply(words, Some(&mut back));
+    }
+}
+
+/// Appends a write to the ring; a full ring first asks for a checkpoint, which makes
+/// everything in it visible, and applies it.
+fn write(
+    ring: &mut Ring,
+    ring_nvm: &mut MmioNvm,
+    fram: &mut Device,
+    watch: &mut [u64; 2],
+    addr: u32,
+    data: &[u8],
+) -> Result<(), SpiError> {
+    for attempt in 0..2 {
+        match ring.append(ring_nvm, addr, data) {
+            Ok(index) => {
+                watch[0] = index.0;
+                return Ok(());
+            }
+            Err(RingError::Full { .. }) if attempt == 0 => {
+                checkpoint().map_err(SpiError::Ipc)?;
+                apply(ring, ring_nvm, fram, watch[1])?;
+            }
+            Err(e) => return Err(device_error(e)),
+        }
+    }
+    Err(SpiError::Device)
+}
+
+/// Handles the commit watch's news: a restore reopens the ring at the restored writer
+/// index (dropping what came after it, replaying what is committed but not applied);
+/// a commit applies the ring up to the committed writer index.
+fn events(
+    ring: &mut Ring,
+    ring_nvm: &mut MmioNvm,
+    fram: &mut Device,
+    region: Region,
+    watch: &[u64; 2],
+) {
+    let Ok(bits) = poll(NOTIFICATION) else { return };
+    if bits & RESTORED != 0 {
+        match Ring::open(ring_nvm, fram, region, RingIndex(watch[0])) {
+            Ok((reopened, report)) => {
+                *ring = reopened;
+                println!(
+                    "spidrv: restored at writer index {}: {} entries dropped, {} replayed",
+                    watch[0], report.dropped, report.replayed
+                );
+            }
+            Err(e) => println!("spidrv: cannot reopen the ring after a restore: {e}"),
+        }
+    }
+    if bits & COMMITTED != 0 {
+        let _ = apply(ring, ring_nvm, fram, watch[1]);
+    }
+}
+
+/// Applies the ring up to `visible` (if that is ahead of what is applied).
+fn apply(
+    ring: &mut Ring,
+    ring_nvm: &mut MmioNvm,
+    fram: &mut Device,
+    visible: u64,
+) -> Result<(), SpiError> {
+    if visible <= ring.applied_index().0 {
+        return Ok(());
+    }
+    ring.apply(ring_nvm, fram, RingIndex(visible))
+        .map(drop)
+        .map_err(device_error)
+}
+
+fn device_error(e: RingError) -> SpiError {
+    match e {
+        RingError::OutsideDevice { .. } => SpiError::OutsideDevice,
+        e => {
+            println!("spidrv: {e}");
+            SpiError::Device
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! writer: writes numbered 4-byte records to FRAM through the SPI driver (endpoint,
+//! slot 0): record n goes to address 4 * (n mod SLOTS) and holds n. Its commit watch
+//! (notification, slot 1) tells it when the system was restored; it then prints the
+//! count it resumed at, which the visibility test compares with what the FRAM holds.
+
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+use amber_user::{commit_watch, poll, println};
+
+amber_user::main!(main);
+
+const SPI: u32 = 0;
+const NOTIFICATION: u32 = 1;
+const RESTORED: u32 = 1 << 1;
+/// Records kept on the FRAM before they wrap (the first 256 KiB).
+pub const SLOTS: u32 = 64 * 1024;
+const REPORT_EVERY: u32 = 1000;
+
+/// The commit watch: [records written, committed value (written by the kernel)].
+static mut WATCH: [u64; 2] = [0; 2];
+
+fn main() {
+    // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
+    // stopped for a checkpoint.
+    let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
+    commit_watch(watch.as_ptr() as usize as u32, NOTIFICATION, 0, RESTORED).expect("commit watch");
+    loop {
+        if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
+            println!("writer: restored at {}", watch[0]);
+        }
+        let n = watch[0] as u32 + 1;
+        amber_spi_api::write(SPI, 4 * (n % SLOTS), &n.to_le_bytes())
+            .expect("the SPI driver takes the write");
+        watch[0] = n as u64;
+        if n.is_multiple_of(REPORT_EVERY) {
+            println!("writer: {n} written");
+        }
+    }
+}
