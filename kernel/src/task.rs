@@ -567,7 +567,7 @@ fn first_write(mcause: usize, addr: u32) -> bool {
 /// What the PMP holds: the task, the kernel's memory epoch, which of its RAM pages
 /// were writable, and whether the RAM was split into pages. The PMP is rewritten only
 /// when one of them changes.
-static PMP_FOR: spin::Mutex<Option<(ThreadId, u32, PageMask, bool)>> = spin::Mutex::new(None);
+static PMP_FOR: spin::Mutex<PmpKey> = spin::Mutex::new(None);
 
 /// Programs the PMP for `t` unless it already holds `t`'s regions. With write
 /// protection on, clean pages of the task's RAM are mapped read-only so that the first
@@ -585,13 +585,24 @@ fn program_pmp(k: &Kernel, t: ThreadId) {
     let ram = index.map(|i| app::TASKS[i].ram);
     let pages = ram.map(|(base, len)| Pages::new(base, len));
     let own_ram = |r: &RegionSpec| ram == Some((r.base, r.len));
-    let others = k.regions(t).filter(|r| !own_ram(r)).count();
-    let split = pages.is_some() && others + PAGES <= crate::pmp::MAX_REGIONS;
-    let key = Some((t, k.memory_epoch(), writable, split));
+    let epoch = k.memory_epoch();
     let mut pmp_for = PMP_FOR.lock();
-    if *pmp_for == key {
+    // The split depends only on the task's regions, which change only with the epoch.
+    if pmp_for.is_some_and(|(pt, pe, pw, _)| (pt, pe, pw) == (t, epoch, writable)) {
         return;
     }
+    // A task switch back to a task whose layout has not changed: reuse its image.
+    let mut cache = PMP_IMAGES.lock();
+    if let Some(Some((key, image))) = index.map(|i| &cache[i]) {
+        if key.is_some_and(|(ct, ce, cw, _)| (ct, ce, cw) == (t, epoch, writable)) {
+            pmp::write(image);
+            *pmp_for = *key;
+            return;
+        }
+    }
+    let others = k.regions(t).filter(|r| !own_ram(r)).count();
+    let split = pages.is_some() && others + PAGES <= crate::pmp::MAX_REGIONS;
+    let key = Some((t, epoch, writable, split));
     let mut regions: heapless::Vec<TorRegion, { crate::pmp::MAX_REGIONS }> = heapless::Vec::new();
     let mut push = |base: u32, len: u32, read: bool, write: bool, exec: bool| match TorRegion::new(
         base, len, read, write, exec,
@@ -628,7 +639,16 @@ fn program_pmp(k: &Kernel, t: ThreadId) {
     let image = PmpImage::layout(&regions).unwrap_or(PmpImage::EMPTY);
     pmp::write(&image);
     *pmp_for = key;
+    if let Some(i) = index {
+        cache[i] = Some((key, image));
+    }
 }
+
+/// The last PMP image computed for each task, with its key: a task switch between
+/// tasks whose layouts did not change only rewrites the CSRs.
+type PmpKey = Option<(ThreadId, u32, PageMask, bool)>;
+static PMP_IMAGES: spin::Mutex<[Option<(PmpKey, PmpImage)>; MAX_TASKS]> =
+    spin::Mutex::new([None; MAX_TASKS]);
 
 /// Runs the current task (programming the PMP for it); with no task ready, idles
 /// until one is. Never returns.

@@ -105,9 +105,17 @@ fn every_committed_write_reaches_the_chip_after_recovery() {
     assert_eq!(q.exit_code(), 0);
 
     let mut q = Qemu::boot(&machine);
-    let line = q.expect("writer: restored at ");
-    let committed = number_after(&line, "restored at ").unwrap() as usize;
-    q.expect("spidrv: restored at writer index");
+    // Both tasks report the restore, in either order.
+    let (mut committed, mut driver_restored) = (None, false);
+    let until = Instant::now() + Duration::from_secs(30);
+    while committed.is_none() || !driver_restored {
+        let line = wait_for(&mut q, "restored at ", until).expect("both tasks report the restore");
+        if line.contains("writer: restored at ") {
+            committed = number_after(&line, "writer: restored at ").map(|n| n as usize);
+        }
+        driver_restored |= line.contains("spidrv: restored at writer index");
+    }
+    let committed = committed.unwrap();
     // Let the driver apply after the next commits, then cut.
     let next = (committed / 1000 + 2) * 1000;
     q.expect_within(&format!("writer: {next} written"), Duration::from_secs(60));
