@@ -12,6 +12,7 @@
 #![cfg_attr(not(test), no_std)]
 
 mod console;
+mod counters;
 mod rng;
 #[cfg(target_os = "none")]
 mod rt;
@@ -20,6 +21,7 @@ mod sys;
 pub use amber_abi as abi;
 pub use amber_abi::{Error, IpcDesc, Rights};
 pub use console::{_print, Console};
+pub use counters::{cycles, instret};
 pub use rng::Rng;
 pub use sys::*;
 

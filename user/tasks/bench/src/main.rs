@@ -5,27 +5,12 @@
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-use amber_user::{call_ep, null, println};
+use amber_user::{call_ep, instret, null, println};
 
 amber_user::main!(main);
 
 const N: u32 = 1000;
 const ECHO: u32 = 0;
-
-#[cfg(target_arch = "riscv32")]
-fn instret() -> u32 {
-    let v: u32;
-    // SAFETY: reading `instret` has no side effect; the kernel enables it for U-mode
-    // in `mcounteren`.
-    unsafe { core::arch::asm!("rdinstret {}", out(reg) v) };
-    v
-}
-
-/// The host build of a task only has to compile.
-#[cfg(not(target_arch = "riscv32"))]
-fn instret() -> u32 {
-    0
-}
 
 /// Instructions per iteration of `f`, minus the loop's own cost.
 fn per_op(f: impl Fn()) -> u32 {

@@ -41,24 +41,10 @@ type Device = Fram<EmuFram<MmioNvm>>;
 
 /// Spends `cycles` CPU cycles: the time the SPI transfer would take.
 fn spend(cycles: u32) {
-    let start = cycle();
-    while cycle().wrapping_sub(start) < cycles {
+    let start = amber_user::cycles();
+    while amber_user::cycles().wrapping_sub(start) < cycles {
         core::hint::spin_loop();
     }
-}
-
-#[cfg(target_arch = "riscv32")]
-fn cycle() -> u32 {
-    let v: u32;
-    // SAFETY: reading `cycle` has no side effect; the kernel enables it for U-mode.
-    unsafe { core::arch::asm!("rdcycle {}", out(reg) v) };
-    v
-}
-
-/// The host build of a task only has to compile.
-#[cfg(not(target_arch = "riscv32"))]
-fn cycle() -> u32 {
-    u32::MAX
 }
 
 fn main() {

@@ -10,7 +10,7 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_user::abi::{ObjKind, Sysno};
-use amber_user::{call_ep, cap_info, now, println, syscall, Rights, Rng};
+use amber_user::{call_ep, cap_info, cycles, now, println, syscall, Rights, Rng};
 
 amber_user::main!(main);
 
@@ -21,22 +21,6 @@ const CHECKER: u32 = 3;
 
 /// Set to `Some(seed)` to repeat a run whose seed was printed.
 const FIXED_SEED: Option<u32> = None;
-
-/// The cycle counter: without `-icount` it follows the host clock, so every run gets
-/// another seed.
-#[cfg(target_arch = "riscv32")]
-fn cycles() -> u32 {
-    let v: u32;
-    // SAFETY: reading `cycle` has no side effect; the kernel enables it for U-mode.
-    unsafe { core::arch::asm!("rdcycle {}", out(reg) v) };
-    v
-}
-
-/// The host build of a task only has to compile.
-#[cfg(not(target_arch = "riscv32"))]
-fn cycles() -> u32 {
-    0
-}
 
 /// Argument generation on top of the runtime's generator.
 struct Args(Rng);
