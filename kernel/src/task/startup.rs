@@ -1,0 +1,264 @@
+//! Bringing the app up at boot: recover the system from the last committed checkpoint
+//! (task memory and kernel objects), or, on a fresh or formatted NVM, load the app's
+//! images, boot its tasks and commit checkpoint 1. It runs once, before any task, and
+//! must never restore a checkpoint it cannot vouch for (another app's, or one that
+//! fails its checks): it stops boot and says why instead.
+
+use super::{
+    app, map_task_threads, next_or_idle, now_ticks, Board, TaskImage, KERNEL, MAX_TASKS, PERSIST,
+    TICK_BASE, TICK_MS,
+};
+use crate::board;
+use crate::bootargs::{BootArgs, MemTrack};
+use crate::checkpoint::{app_fingerprint, memory_page, Meta, Persist, MEMORY_KIND};
+use crate::exit::ExitCode;
+use crate::pages::{Pages, ALL_PAGES, PAGES};
+use crate::task::SystemNvm;
+use alloc::vec::Vec;
+use amber_abi::Rights;
+use amber_ckpt::{ItemId, Manager};
+use amber_core::{MemKind, RegionSpec, TaskSpec};
+use amber_format::NvmHeader;
+use log::{info, warn};
+
+/// Recovers the system from the last committed checkpoint, or boots the app fresh and
+/// commits checkpoint 1, then runs the tasks. A device formatted during this boot
+/// (`formatted`) gets a fresh checkpoint area too: nothing of before survives a
+/// format. Never returns.
+pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &BootArgs) -> ! {
+    // From here on the kernel runs with interrupts off except while idling in `wfi`,
+    // so the statics are never locked by interrupted code.
+    riscv::interrupt::disable();
+    board::enable_user_counters();
+    let tasks = app::TASKS;
+    if tasks.len() > MAX_TASKS {
+        panic!(
+            "app {} has {} tasks, more than {MAX_TASKS}",
+            app::APP_NAME,
+            tasks.len()
+        );
+    }
+    info!("app {}: {}", app::APP_NAME, app::APP_DESCRIPTION);
+    for t in tasks {
+        load_code(t);
+    }
+    let area = header.superblock.kernel_area;
+    let fingerprint = app_fingerprint(tasks);
+    let recovered = if formatted {
+        format_area(&mut nvm, area)
+    } else {
+        recover(&mut nvm, area, tasks, fingerprint)
+    };
+    let mut persist = Persist {
+        nvm,
+        mgr: recovered,
+        memtrack: args.memtrack,
+        mem_dirty: [0; MAX_TASKS],
+        interval: app::CHECKPOINT_MS.div_ceil(TICK_MS),
+        since: 0,
+        app: fingerprint,
+        totals: Default::default(),
+    };
+    if persist.committed().0 == 0 {
+        boot_fresh(tasks);
+        let mut k = KERNEL.lock();
+        k.mark_all_dirty();
+        persist.mem_dirty = [ALL_PAGES; MAX_TASKS];
+        match persist.take(&mut k, tasks, now_ticks()) {
+            Ok(t) => info!(
+                "fresh start: app {} booted and checkpoint {} committed ({} NVM bytes, {} instructions)",
+                app::APP_NAME,
+                t.stats.version.0,
+                t.stats.nvm_bytes,
+                t.instructions
+            ),
+            Err(e) => crate::boot::fatal(ExitCode::NvmIo, format_args!("first checkpoint failed: {e}")),
+        }
+    }
+    info!(
+        "checkpoints: every {} ms, task memory tracked by {}",
+        app::CHECKPOINT_MS,
+        match args.memtrack {
+            MemTrack::Protect => "PMP write protection",
+            MemTrack::Copy => "copying it whole",
+        }
+    );
+    *PERSIST.lock() = Some(persist);
+    map_task_threads(&KERNEL.lock());
+    next_or_idle()
+}
+
+/// Recovers the committed checkpoint into the kernel and task memory, if there is
+/// one; returns the manager (with nothing committed when the app must boot fresh).
+fn recover(
+    nvm: &mut SystemNvm,
+    area: amber_format::Region,
+    tasks: &'static [TaskImage],
+    fingerprint: u32,
+) -> Manager {
+    let start = riscv::register::minstret::read64();
+    match Manager::recover(nvm, area) {
+        Ok((mgr, report)) if mgr.committed().0 > 0 => {
+            let meta = Meta::decode(&mgr.meta());
+            if meta.app != fingerprint {
+                crate::boot::fatal(
+                    ExitCode::NvmRefused,
+                    format_args!(
+                        "the NVM holds a checkpoint of another app (fingerprint {:#010x}, this \
+                         image is {fingerprint:#010x}); refusing to restore it. Boot with \
+                         amber.format (cargo xtask run --format) to start this app afresh",
+                        meta.app
+                    ),
+                );
+            }
+            if let Some((from, to)) = report.lost_versions {
+                warn!(
+                    "checkpoint corruption: versions {}..={} are lost; resuming from version {}",
+                    from.0 + 1,
+                    to.0,
+                    report.resumed.0
+                );
+            }
+            restore(nvm, &mgr, tasks);
+            *TICK_BASE.lock() = meta.ticks;
+            KERNEL.lock().signal_restored(&mut Board);
+            info!(
+                "recovered checkpoint {} in {} instructions ({} uncommitted descriptors erased)",
+                mgr.committed().0,
+                riscv::register::minstret::read64() - start,
+                report.erased_uncommitted
+            );
+            mgr
+        }
+        // Nothing committed yet: the app boots fresh below.
+        Ok((mgr, _)) => mgr,
+        Err(e) if e.is_unformatted() => format_area(nvm, area),
+        Err(e) => crate::boot::fatal(
+            ExitCode::NvmRefused,
+            format_args!(
+                "cannot recover from the NVM: {e}. The checkpoint area was not changed; \
+                 boot with amber.format (cargo xtask run --format) to start afresh"
+            ),
+        ),
+    }
+}
+
+/// A manager over a freshly formatted, empty checkpoint area.
+fn format_area(nvm: &mut SystemNvm, area: amber_format::Region) -> Manager {
+    Manager::format(nvm, area).unwrap_or_else(|e| {
+        crate::boot::fatal(
+            ExitCode::NvmIo,
+            format_args!("cannot format the checkpoint area: {e}"),
+        )
+    })
+}
+
+/// Copies a task's code (read-only, never checkpointed) to its place.
+fn load_code(t: &TaskImage) {
+    for (addr, bytes) in t.segments {
+        if *addr >= t.code.0 && *addr < t.code.0 + t.code.1 {
+            // SAFETY: xtask placed every task's code in DRAM above the kernel image,
+            // disjoint from the kernel and from other tasks, and checked the segment
+            // lies inside it.
+            unsafe {
+                core::ptr::copy_nonoverlapping(bytes.as_ptr(), *addr as *mut u8, bytes.len())
+            };
+        }
+    }
+    // SAFETY: `fence.i` only orders instruction fetches after the stores above.
+    unsafe { core::arch::asm!("fence.i") };
+}
+
+/// Zeroes a task's RAM and copies its initial data in (a fresh start).
+fn load_ram(t: &TaskImage) {
+    // SAFETY: as in `load_code`, for the task's RAM region.
+    unsafe {
+        core::ptr::write_bytes(t.ram.0 as *mut u8, 0, t.ram.1 as usize);
+        for (addr, bytes) in t.segments {
+            if *addr >= t.ram.0 && *addr < t.ram.0 + t.ram.1 {
+                core::ptr::copy_nonoverlapping(bytes.as_ptr(), *addr as *mut u8, bytes.len());
+            }
+        }
+    }
+}
+
+fn task_regions(t: &TaskImage) -> [RegionSpec; 2] {
+    let region = |(base, len), rights| RegionSpec {
+        base,
+        len,
+        rights,
+        kind: MemKind::Checkpointed,
+    };
+    [
+        region(t.code, Rights::READ | Rights::EXEC),
+        region(t.ram, Rights::READ | Rights::WRITE),
+    ]
+}
+
+/// Boots the app from its image: fresh RAM, fresh kernel objects.
+fn boot_fresh(tasks: &'static [TaskImage]) {
+    let mut regions = [[task_regions(&tasks[0])[0]; 2]; MAX_TASKS];
+    for (i, t) in tasks.iter().enumerate() {
+        load_ram(t);
+        regions[i] = task_regions(t);
+    }
+    let list: heapless::Vec<TaskSpec, MAX_TASKS> = tasks
+        .iter()
+        .zip(regions.iter())
+        .map(|(t, regions)| TaskSpec {
+            name: t.name,
+            priority: t.priority,
+            entry: t.entry,
+            stack_top: t.stack_top,
+            regions,
+            caps: t.caps,
+            fault: t.fault,
+        })
+        .collect();
+    KERNEL
+        .lock()
+        .boot(&list)
+        .unwrap_or_else(|e| panic!("app {}: cannot boot its tasks: {e:?}", app::APP_NAME));
+}
+
+/// Restores task memory and kernel objects from the committed checkpoint.
+fn restore(nvm: &mut SystemNvm, mgr: &Manager, tasks: &'static [TaskImage]) {
+    let mut records: Vec<(u16, Vec<u8>)> = Vec::new();
+    let items: Vec<(ItemId, u8, u32)> = mgr.live_items().collect();
+    for (id, kind, len) in items {
+        let refuse = |why: &dyn core::fmt::Display| -> ! {
+            crate::boot::fatal(
+                ExitCode::NvmRefused,
+                format_args!("cannot restore item {}: {why}", id.0),
+            )
+        };
+        if kind == MEMORY_KIND {
+            let Some((t, page)) = memory_page(id).filter(|&(t, p)| t < tasks.len() && p < PAGES)
+            else {
+                refuse(&"task memory of a task this app does not have");
+            };
+            let (base, page_len) = Pages::new(tasks[t].ram.0, tasks[t].ram.1).page(page);
+            if len != page_len {
+                refuse(&"a task memory page of the wrong size");
+            }
+            // SAFETY: the page lies in the task's RAM region, which is ours to fill
+            // before any task runs.
+            let ram = unsafe { core::slice::from_raw_parts_mut(base as *mut u8, len as usize) };
+            mgr.read_item(nvm, id, ram).unwrap_or_else(|e| refuse(&e));
+        } else {
+            let mut buf = alloc::vec![0u8; len as usize];
+            mgr.read_item(nvm, id, &mut buf)
+                .unwrap_or_else(|e| refuse(&e));
+            records.push((id.0, buf));
+        }
+    }
+    let mut k = KERNEL.lock();
+    k.restore_into(records.iter().map(|(i, b)| (*i, b.as_slice())), &mut Board)
+        .unwrap_or_else(|e| {
+            crate::boot::fatal(
+                ExitCode::NvmRefused,
+                format_args!("the checkpointed kernel objects do not form a valid system: {e:?}"),
+            )
+        });
+    k.clear_dirty();
+}
