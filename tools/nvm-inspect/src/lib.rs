@@ -89,26 +89,19 @@ pub fn inspect(image: &[u8]) -> Report {
         "superblock: format v{}, device {} bytes, checksum ok",
         sb.version, sb.nvm_size
     );
-    let _ = writeln!(
-        text,
-        "  boot record  at {:#08x}, {} bytes (two slots)",
-        sb.boot_record.offset, sb.boot_record.len
-    );
-    let _ = writeln!(
-        text,
-        "  kernel area  at {:#08x}, {} bytes",
-        sb.kernel_area.offset, sb.kernel_area.len
-    );
-    let _ = writeln!(
-        text,
-        "  ring area    at {:#08x}, {} bytes (eternal)",
-        sb.ring_area.offset, sb.ring_area.len
-    );
-    let _ = writeln!(
-        text,
-        "  FRAM         at {:#08x}, {} bytes",
-        sb.fram_area.offset, sb.fram_area.len
-    );
+    let areas = [
+        ("boot record", sb.boot_record, " (two slots)"),
+        ("kernel area", sb.kernel_area, ""),
+        ("ring area", sb.ring_area, " (eternal)"),
+        ("FRAM", sb.fram_area, ""),
+    ];
+    for (name, area, what) in areas {
+        let _ = writeln!(
+            text,
+            "  {name:<12} at {:#08x}, {} bytes{what}",
+            area.offset, area.len
+        );
+    }
     let slots =
         boot_record_slots(&mut nvm, &sb).expect("the layout was checked to lie inside the image");
     let mut newest: Option<(u64, u64, u64)> = None;

@@ -104,44 +104,48 @@ where
         let y_lo = if y_lo.is_finite() { y_lo / 2.0 } else { 1.0 };
         let mut chart =
             builder.build_cartesian_2d(x0..x1, (y_lo..y_max(panel, 1.15) * 2.0).log_scale())?;
-        chart
-            .configure_mesh()
-            .x_desc(&panel.x_label)
-            .y_desc(&panel.y_label)
-            .draw()?;
-        for (i, s) in panel.series.iter().enumerate() {
-            let c = PALETTE[i % PALETTE.len()];
-            for run in runs(&s.points) {
-                chart.draw_series(LineSeries::new(run.clone(), c.stroke_width(2)))?;
-                chart.draw_series(run.into_iter().map(|p| Circle::new(p, 3, c.filled())))?;
-            }
-            chart
-                .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
-                .label(&s.name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
-        }
-        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        series(&mut chart, panel, SeriesLabelPosition::LowerRight)?;
     } else {
         let mut chart = builder.build_cartesian_2d(x0..x1, 0.0..y_max(panel, 1.15))?;
-        chart
-            .configure_mesh()
-            .x_desc(&panel.x_label)
-            .y_desc(&panel.y_label)
-            .draw()?;
-        for (i, s) in panel.series.iter().enumerate() {
-            let c = PALETTE[i % PALETTE.len()];
-            for run in runs(&s.points) {
-                chart.draw_series(LineSeries::new(run.clone(), c.stroke_width(2)))?;
-                chart.draw_series(run.into_iter().map(|p| Circle::new(p, 3, c.filled())))?;
-            }
-            chart
-                .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
-                .label(&s.name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
-        }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        series(&mut chart, panel, SeriesLabelPosition::UpperLeft)?;
     }
     Ok(())
+}
+
+/// Draws the mesh, every series (lines and points, broken where values are missing)
+/// and the legend on a chart with either y axis.
+fn series<'a, DB, Y>(
+    chart: &mut plotters::chart::ChartContext<
+        'a,
+        DB,
+        plotters::coord::cartesian::Cartesian2d<plotters::coord::types::RangedCoordf64, Y>,
+    >,
+    panel: &Panel,
+    position: SeriesLabelPosition,
+) -> Result<(), Error>
+where
+    DB: plotters::prelude::DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>
+        + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .x_desc(&panel.x_label)
+        .y_desc(&panel.y_label)
+        .draw()?;
+    for (i, s) in panel.series.iter().enumerate() {
+        let c = PALETTE[i % PALETTE.len()];
+        for run in runs(&s.points) {
+            chart.draw_series(LineSeries::new(run.clone(), c.stroke_width(2)))?;
+            chart.draw_series(run.into_iter().map(|p| Circle::new(p, 3, c.filled())))?;
+        }
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
+            .label(&s.name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
+    }
+    legend(chart, position)
 }
 
 fn legend<'a, DB: plotters::prelude::DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
