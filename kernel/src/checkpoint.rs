@@ -25,6 +25,13 @@ use amber_nvm::Nvm;
 /// 64 arena entries, below the manager's 128 items).
 pub const MEMORY_ITEMS: u16 = 64;
 
+// The item map must stay inside the manager's items, with object items below the
+// memory items: a change of the arena size, the task limit or the page count that
+// broke this would make two things share an item on NVM.
+const _: () = assert!(amber_core::MAX_OBJECTS <= MEMORY_ITEMS as usize);
+const _: () =
+    assert!(MEMORY_ITEMS as usize + crate::task::MAX_TASKS * PAGES <= amber_ckpt::MAX_ITEMS);
+
 /// The item of page `p` of task `t`.
 pub fn memory_item(t: usize, p: usize) -> ItemId {
     ItemId(MEMORY_ITEMS + (t * PAGES + p) as u16)

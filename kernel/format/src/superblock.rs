@@ -343,6 +343,15 @@ mod tests {
         );
         assert_eq!(sb.ring_area.end(), Some(sb.fram_area.offset));
         assert_eq!(sb.kernel_area.end(), Some(sb.ring_area.offset));
+        // user/tasks/spidrv and user/apps/spiring.toml name these ranges of a 4 MiB NVM.
+        assert_eq!(
+            sb.ring_area.offset, 0x37_0000,
+            "the SPI driver's ring moved"
+        );
+        assert_eq!(
+            sb.fram_area.offset, 0x38_0000,
+            "the SPI driver's FRAM moved"
+        );
         let small = Superblock::for_device(64 << 10).unwrap();
         assert_eq!((small.ring_area.len, small.fram_area.len), (0, 0));
         assert_eq!(small.kernel_area.end(), Some(64 << 10));
