@@ -345,12 +345,18 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)]) -> String {
 mod tests {
     use super::*;
 
+    /// Loads `toml` through a file of its own: tests run in parallel threads,
+    /// so a shared file name would let one test read another's half-written text.
     fn app(toml: &str) -> Result<App, String> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!("xtask-app-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("a.toml");
+        let p = dir.join(format!("a{}.toml", NEXT.fetch_add(1, Ordering::Relaxed)));
         std::fs::write(&p, toml).unwrap();
-        load(&p)
+        let app = load(&p);
+        std::fs::remove_file(&p).unwrap();
+        app
     }
 
     const ONE: &str = r#"
