@@ -19,7 +19,7 @@ fn a_power_failure_interrupt_commits_a_checkpoint_that_the_next_boot_resumes() {
     q.send(&[POWER_FAIL]);
     let done = q.expect("power failure: checkpoint");
     assert!(
-        done.contains("committed in") && done.contains("instructions; halting"),
+        done.contains("committed in") && done.contains("since the interrupt; halting"),
         "{done}"
     );
     let version = number_after(&done, "power failure: checkpoint ").expect("a version");

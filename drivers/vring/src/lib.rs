@@ -66,5 +66,5 @@ mod ring;
 
 pub use amber_format::Region;
 pub use error::{EntryFault, RingError};
-pub use layout::{FORMAT_VERSION, MIN_REGION_LEN};
+pub use layout::{ALIGN, ENTRY_HEADER_LEN, FORMAT_VERSION, MIN_REGION_LEN};
 pub use ring::{ApplyStats, RestoreReport, Ring, RingIndex};

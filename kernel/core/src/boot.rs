@@ -248,6 +248,7 @@ impl Kernel {
         self.booted = false;
         self.checkpoint_requested = false;
         self.pending_watches.clear();
+        self.persist = crate::persist::PersistPhase::NONE;
         self.bump_memory_epoch();
     }
 

@@ -324,6 +324,7 @@ mod tests {
                 notif: id(12),
                 commit_bits: 0x8000_0001,
                 restore_bits: 2,
+                flags: crate::abi::WatchFlags::PERSIST_CALLBACK,
             });
         }
         o

@@ -235,8 +235,13 @@ impl Kernel {
     }
 
     /// `Recv` on endpoint slot a0: needs READ. Takes the oldest waiting sender's
-    /// message or blocks. A reply this thread still owed is dropped (`PeerGone`).
+    /// message or blocks. A reply this thread still owed is dropped (`PeerGone`). A
+    /// persist callback asked to persist gets `Interrupted` and receives nothing (its
+    /// owed reply stays owed).
     pub(crate) fn sys_recv(&mut self, mem: &mut impl UserMemory, t: ThreadId) -> Outcome {
+        if self.asked_to_persist(t) {
+            return Outcome::err(Error::Interrupted);
+        }
         let slot = self.thread(t).ctx.arg(0);
         let ep = match self.lookup(t, slot, Some(ObjKind::Endpoint), Rights::READ) {
             Ok((_, cap)) => cap.obj,

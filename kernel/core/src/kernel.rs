@@ -5,7 +5,8 @@
 //! except through `syscall`.
 
 use crate::{
-    abi::TaskState, context::Context, ids::ThreadId, objects::Arena, watch::PendingWatches,
+    abi::TaskState, context::Context, ids::ThreadId, objects::Arena, persist::PersistPhase,
+    watch::PendingWatches,
 };
 
 /// The whole kernel state. Build it in a `static` with [`Kernel::new`] (a `const fn`,
@@ -26,6 +27,8 @@ pub struct Kernel {
     pub(crate) checkpoint_requested: bool,
     /// Watched values read for the checkpoint being taken (see watch.rs).
     pub(crate) pending_watches: PendingWatches,
+    /// The persist phase before the checkpoint being prepared (see persist.rs).
+    pub(crate) persist: PersistPhase,
 }
 
 impl Default for Kernel {
@@ -45,6 +48,7 @@ impl Kernel {
             memory_epoch: 0,
             checkpoint_requested: false,
             pending_watches: PendingWatches::NONE,
+            persist: PersistPhase::NONE,
         }
     }
 

@@ -50,7 +50,8 @@ impl Kernel {
     }
 
     /// Chooses `current`: the most urgent ready thread, and among equals the one ready
-    /// the longest (a preempted thread keeps its place, so it resumes first).
+    /// the longest (a preempted thread keeps its place, so it resumes first). During a
+    /// persist phase, only threads that serve it are chosen.
     pub(crate) fn schedule(&mut self) {
         self.current = self.pick();
     }
@@ -61,7 +62,9 @@ impl Kernel {
         let mut best: Option<ThreadId> = None;
         for t in self.thread_ids() {
             let th = self.thread(t);
-            if th.state != ThreadState::Ready {
+            // In a persist phase only the callbacks and the services they use run.
+            if th.state != ThreadState::Ready || (self.persist_active() && !self.serves_persist(t))
+            {
                 continue;
             }
             best = match best {

@@ -145,6 +145,7 @@ impl Kernel {
             }
             Sysno::Checkpoint => self.sys_checkpoint(t),
             Sysno::CommitWatch => self.sys_commit_watch(t, a),
+            Sysno::PersistDone => self.sys_persist_done(t, a[0]),
         }
     }
 

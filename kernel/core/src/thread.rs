@@ -67,12 +67,13 @@ pub(crate) enum ThreadState {
 /// | 154 | 8 | `seq` |
 /// | 162 | 2 | `reply_to` (ObjId of a thread, or 0xFFFF) |
 /// | 164 | 4 | `exit_code` |
-/// | 168 | 4 | `watch` pointer (nonzero); 0 = no watch, and then bytes 172..182 are 0 |
+/// | 168 | 4 | `watch` pointer (nonzero); 0 = no watch, and then bytes 172..186 are 0 |
 /// | 172 | 2 | `watch` notification (ObjId) |
 /// | 174 | 4 | `watch` commit bits |
 /// | 178 | 4 | `watch` restore bits |
+/// | 182 | 4 | `watch` flags (`WatchFlags` bits: 1 persist callback, 2 serves persist) |
 ///
-/// Version 2 added the commit watch (168..182). Nothing in a Thread is derived, so
+/// Version 2 added the commit watch (168..182), version 3 its flags (182..186). Nothing in a Thread is derived, so
 /// everything is stored (the value a watch read for the checkpoint being taken is not
 /// the thread's: see watch.rs). One state is stored as
 /// another: a thread blocked in `Checkpoint` is written as Ready with `a0` = 0, which
@@ -120,7 +121,7 @@ impl Thread {
 }
 
 /// The layout version of Thread records.
-const VERSION: RecordVersion = RecordVersion(2);
+const VERSION: RecordVersion = RecordVersion(3);
 /// Bytes in a Thread record.
 pub(crate) const RECORD_LEN: usize = 168 + WATCH_RECORD_LEN;
 

@@ -14,7 +14,9 @@
 //! (regions change: a watch whose memory is gone is skipped, never trusted).
 
 use crate::{
-    abi::{ObjKind, Rights, COMMITTED_OFFSET, COMMIT_WATCH_SIZE, WATCHED_OFFSET},
+    abi::{
+        Error, ObjKind, Rights, WatchFlags, COMMITTED_OFFSET, COMMIT_WATCH_SIZE, WATCHED_OFFSET,
+    },
     cap::CollectArray,
     ids::{ObjId, ThreadId},
     kernel::Kernel,
@@ -37,14 +39,16 @@ pub(crate) struct Watch {
     pub commit_bits: u32,
     /// Bits signalled after a restore (0 = none).
     pub restore_bits: u32,
+    /// Whether the thread is a persist callback or serves one (see persist.rs).
+    pub flags: WatchFlags,
 }
 
 /// Bytes a watch takes in a Thread record (see the table on `Thread`).
-pub(crate) const WATCH_RECORD_LEN: usize = 14;
+pub(crate) const WATCH_RECORD_LEN: usize = 18;
 
 impl Watch {
     /// Writes the watch part of a Thread record: pointer (u32, 0 = none), notification
-    /// (ObjId), commit bits, restore bits; all zero for no watch.
+    /// (ObjId), commit bits, restore bits, flags; all zero for no watch.
     pub(crate) fn encode(watch: Option<&Watch>, w: &mut Writer) {
         let Some(watch) = watch else {
             w.zeros(WATCH_RECORD_LEN);
@@ -54,6 +58,7 @@ impl Watch {
         w.obj(watch.notif);
         w.u32(watch.commit_bits);
         w.u32(watch.restore_bits);
+        w.u32(watch.flags.bits());
     }
 
     /// Reads what [`Watch::encode`] wrote: no watch must be all zero. Whether the
@@ -65,11 +70,17 @@ impl Watch {
             r.zeros(WATCH_RECORD_LEN - 4, "unused commit watch fields")?;
             return Ok(None);
         }
+        let notif = r.obj()?;
+        let commit_bits = r.u32()?;
+        let restore_bits = r.u32()?;
+        let bits = r.u32()?;
+        let flags = WatchFlags::from_bits(bits).ok_or(r.bad_value("commit watch flags"))?;
         Ok(Some(Watch {
             ptr,
-            notif: r.obj()?,
-            commit_bits: r.u32()?,
-            restore_bits: r.u32()?,
+            notif,
+            commit_bits,
+            restore_bits,
+            flags,
         }))
     }
 }
@@ -101,16 +112,20 @@ impl PendingWatches {
 const NEED: Rights = Rights::READ.union(Rights::WRITE);
 
 impl Kernel {
-    /// `CommitWatch(ptr, notif, commit_bits, restore_bits)`: `ptr` = 0 removes the
-    /// caller's watch (nothing else is looked at). Otherwise the 16 bytes at `ptr` must
-    /// lie in one non-device region the caller may read and write (`BadPointer`), and
-    /// `notif` must be a Notification cap with WRITE. Replaces any earlier watch; a
-    /// refused call leaves it.
+    /// `CommitWatch(ptr, notif, commit_bits, restore_bits, flags)`: `ptr` = 0 removes
+    /// the caller's watch (nothing else is looked at). Otherwise the 16 bytes at `ptr`
+    /// must lie in one non-device region the caller may read and write (`BadPointer`),
+    /// `notif` must be a Notification cap with WRITE, and `flags` known
+    /// [`WatchFlags`] bits (`BadArgument`). Replaces any earlier watch; a refused call
+    /// leaves it.
     pub(crate) fn sys_commit_watch(&mut self, t: ThreadId, a: [u32; 6]) -> Outcome {
-        let [ptr, slot, commit_bits, restore_bits, _, _] = a;
+        let [ptr, slot, commit_bits, restore_bits, flags, _] = a;
         let watch = if ptr == 0 {
             None
         } else {
+            let Some(flags) = WatchFlags::from_bits(flags) else {
+                return Outcome::err(Error::BadArgument);
+            };
             if let Err(e) = self.check_user(t, ptr, COMMIT_WATCH_SIZE, NEED) {
                 return Outcome::err(e);
             }
@@ -120,6 +135,7 @@ impl Kernel {
                     notif: cap.obj,
                     commit_bits,
                     restore_bits,
+                    flags,
                 }),
                 Err(e) => return Outcome::err(e),
             }

@@ -296,8 +296,9 @@ fn boot() -> Sys {
 }
 
 static SYSCALLS: AtomicU64 = AtomicU64::new(0);
-static OUTCOMES: [[AtomicU64; 15]; Sysno::ALL.len()] =
-    [const { [const { AtomicU64::new(0) }; 15] }; Sysno::ALL.len()];
+static OUTCOMES: [[AtomicU64; 16]; Sysno::ALL.len()] =
+    [const { [const { AtomicU64::new(0) }; 16] }; Sysno::ALL.len()];
+static PERSIST_PHASES: AtomicU64 = AtomicU64::new(0);
 static REBOOTS: AtomicU64 = AtomicU64::new(0);
 static POWER_CUTS: AtomicU64 = AtomicU64::new(0);
 
@@ -354,6 +355,7 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
         match op {
             Op::Sys { nr, args } => {
                 let raw_a0 = args[0];
+                let raw_a4 = args[4];
                 let Some(t) = s.k.current() else {
                     // Everyone blocked or exited: interrupts and time may help, else reboot.
                     s.plat.now += 1000;
@@ -371,6 +373,10 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
                 let mut args: [u32; 6] = std::array::from_fn(|i| arg(own, i, args[i]));
                 if nr == Sysno::CommitWatch as u32 {
                     args[0] = watch_ptr(own, raw_a0);
+                    // Mostly known flags (callbacks and servers), sometimes unknown bits.
+                    if raw_a4 % 4 != 3 {
+                        args[4] = (raw_a4 >> 2) % 4;
+                    }
                 }
                 let ctx = s.k.context_mut(t);
                 ctx.regs[17] = nr;
@@ -384,7 +390,7 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
                         "syscall {nr} {args:?} returned undocumented status {a0}"
                     );
                     if let Some(sn) = Sysno::from_u32(nr) {
-                        OUTCOMES[sn as usize][(a0 as usize).min(14)]
+                        OUTCOMES[sn as usize][(a0 as usize).min(15)]
                             .fetch_add(1, Ordering::Relaxed);
                     }
                     if Sysno::from_u32(nr).is_none() {
@@ -402,8 +408,21 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
             Op::Tick { advance } => {
                 s.plat.now += u64::from(advance);
                 s.k.tick(&mut s.plat);
-                // The arch code answers checkpoint requests; sometimes the NVM fails.
-                if s.k.take_checkpoint_request() {
+                // The arch code answers checkpoint requests, first letting persist
+                // callbacks persist; it sometimes abandons an overlong phase, and
+                // sometimes the NVM fails.
+                let due = s.k.take_checkpoint_request() || advance % 4 == 0;
+                if s.k.persist_active() && advance % 16 == 1 {
+                    s.k.abandon_persist();
+                    s.k.checkpoint_done(false);
+                } else if due && !s.k.persist_active() {
+                    if s.k.begin_persist() {
+                        PERSIST_PHASES.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        checkpoint(&mut s, advance % 8 != 0);
+                    }
+                }
+                if s.k.take_persist_complete().is_some() {
                     checkpoint(&mut s, advance % 8 != 0);
                 }
             }
@@ -437,16 +456,17 @@ fn random_syscalls_never_panic_and_keep_every_tree_invariant() {
     if let Err(e) = result {
         panic!("{e}");
     }
-    println!("fuzz outcomes per syscall, by status 0..=14 (14 = 14 or above):");
+    println!("fuzz outcomes per syscall, by status 0..=15 (15 = 15 or above):");
     for (i, row) in OUTCOMES.iter().enumerate() {
         let v: Vec<u64> = row.iter().map(|a| a.load(Ordering::Relaxed)).collect();
         println!("{:?}: {:?}", Sysno::from_u32(i as u32).unwrap(), v);
     }
     let n = SYSCALLS.load(Ordering::Relaxed);
     println!(
-        "fuzz: {n} syscalls, {} reboots, {} checkpoint/restore cycles",
+        "fuzz: {n} syscalls, {} reboots, {} checkpoint/restore cycles, {} persist phases",
         REBOOTS.load(Ordering::Relaxed),
-        POWER_CUTS.load(Ordering::Relaxed)
+        POWER_CUTS.load(Ordering::Relaxed),
+        PERSIST_PHASES.load(Ordering::Relaxed)
     );
     assert!(
         n >= 100_000,

@@ -3,8 +3,9 @@
 //!
 //! The kernel state lives in statics behind locks that are taken only with interrupts
 //! off (in trap handlers and in the idle loop), so they are never contended. This file
-//! turns traps into `Kernel` calls, takes checkpoints when they are due, and idles
-//! with `wfi` when no task can run; `startup` brings the app up at boot and `memory`
+//! turns traps into `Kernel` calls, takes checkpoints when they are due (first letting
+//! persist callbacks persist, within a time bound), and idles with `wfi` when no task
+//! can run; `startup` brings the app up at boot and `memory`
 //! keeps task memory protected and tracked. None of it decides policy (who runs, who
 //! may do what): `amber_core` does.
 
@@ -62,6 +63,9 @@ pub const MAX_TASKS: usize = 8;
 const TICK_MS: u32 = 10;
 /// Print checkpoint totals every this many checkpoints.
 const REPORT_EVERY: u64 = 500;
+/// The longest a persist phase may last, in ticks (500 ms): callbacks that have not
+/// all called `PersistDone` by then are given up on, and no checkpoint is taken.
+const PERSIST_TIMEOUT_TICKS: u64 = 50;
 
 /// The NVM as the running system uses it: the board's window, cut where asked.
 pub type SystemNvm = CutNvm<MmioNvm>;
@@ -70,6 +74,20 @@ static KERNEL: spin::Mutex<Kernel> = spin::Mutex::new(Kernel::new());
 static PERSIST: spin::Mutex<Option<Persist<SystemNvm>>> = spin::Mutex::new(None);
 /// Absolute ticks at boot: the committed tick count of the checkpoint resumed from.
 static TICK_BASE: spin::Mutex<u64> = spin::Mutex::new(0);
+/// The checkpoint waiting for its persist phase (while `Kernel::persist_active`).
+static PHASE: spin::Mutex<Option<Phase>> = spin::Mutex::new(None);
+
+/// A checkpoint that is due while the persist callbacks persist.
+struct Phase {
+    why: &'static str,
+    /// `now_ticks` when the phase began.
+    since: u64,
+    /// `minstret` when the phase began.
+    start: u64,
+    /// `minstret` at the power-failure interrupt, when there was one: halt after the
+    /// checkpoint.
+    power_failure: Option<u64>,
+}
 
 /// Whether the app has any task.
 pub fn have_tasks() -> bool {
@@ -118,20 +136,83 @@ impl Platform for Board {
     }
 }
 
-/// Takes a checkpoint now (the world is stopped: interrupts are off) and wakes any
-/// thread waiting in the Checkpoint syscall with the outcome. Returns whether it
-/// committed.
-fn checkpoint(k: &mut Kernel, why: &str) -> bool {
-    let ok = take_checkpoint(k, why);
-    k.checkpoint_done(ok);
-    ok
+/// A checkpoint is due: when persist callbacks are registered they persist first
+/// (the checkpoint follows in [`persist_progress`]), else it is taken now. Nothing to
+/// do while a persist phase runs: its checkpoint covers this request too.
+fn checkpoint_due(k: &mut Kernel, why: &'static str) {
+    if k.persist_active() {
+        return;
+    }
+    if k.begin_persist() {
+        *PHASE.lock() = Some(Phase {
+            why,
+            since: now_ticks(),
+            start: riscv::register::minstret::read64(),
+            power_failure: None,
+        });
+        return;
+    }
+    checkpoint(k, why);
 }
 
-fn take_checkpoint(k: &mut Kernel, why: &str) -> bool {
+/// After every syscall and interrupt: takes the checkpoint of a persist phase whose
+/// callbacks are all done (before any other task runs), and gives up on a phase that
+/// has run past [`PERSIST_TIMEOUT_TICKS`].
+fn persist_progress(k: &mut Kernel) {
+    if let Some(end) = k.take_persist_complete() {
+        let Some(phase) = PHASE.lock().take() else {
+            return;
+        };
+        let persisted = riscv::register::minstret::read64() - phase.start;
+        let taken = checkpoint(k, phase.why);
+        if let Some(pfi) = phase.power_failure {
+            halt_after_power_failure(pfi, Some((persisted, end.declared_bound)), taken);
+        }
+        return;
+    }
+    let overrun = PHASE
+        .lock()
+        .as_ref()
+        .is_some_and(|p| now_ticks() - p.since > PERSIST_TIMEOUT_TICKS);
+    if overrun {
+        let phase = PHASE.lock().take();
+        k.abandon_persist();
+        k.checkpoint_done(false);
+        if let Some(p) = PERSIST.lock().as_mut() {
+            // Back off one interval rather than stop the world again at once.
+            p.since = 0;
+        }
+        error!(
+            "persist callbacks did not finish within {} ms: no checkpoint taken, the last committed one stands",
+            PERSIST_TIMEOUT_TICKS * u64::from(TICK_MS)
+        );
+        if phase.is_some_and(|p| p.power_failure.is_some()) {
+            let version = PERSIST.lock().as_ref().map_or(0, |p| p.committed().0);
+            info!("power failure: halting with checkpoint {version} as the last committed");
+            board::exit_success()
+        }
+    }
+}
+
+/// What one committed checkpoint cost, for the power-failure report.
+struct Cost {
+    version: u64,
+    instructions: u64,
+    nvm_bytes: u64,
+}
+
+/// Takes a checkpoint now (the world is stopped: interrupts are off) and wakes any
+/// thread waiting in the Checkpoint syscall with the outcome. Returns its cost if it
+/// committed.
+fn checkpoint(k: &mut Kernel, why: &str) -> Option<Cost> {
+    let taken = take_checkpoint(k, why);
+    k.checkpoint_done(taken.is_some());
+    taken
+}
+
+fn take_checkpoint(k: &mut Kernel, why: &str) -> Option<Cost> {
     let mut p = PERSIST.lock();
-    let Some(p) = p.as_mut() else {
-        return false;
-    };
+    let p = p.as_mut()?;
     // Commit watches: the watched values as they are in this checkpoint.
     k.snapshot_watches(&mut Phys { mem_dirty: None });
     match p.take(k, app::TASKS, now_ticks()) {
@@ -165,31 +246,70 @@ fn take_checkpoint(k: &mut Kernel, why: &str) -> bool {
             }
             // Clean task memory is write-protected again from now on.
             *PMP_FOR.lock() = None;
-            true
+            Some(Cost {
+                version: taken.stats.version.0,
+                instructions: taken.instructions,
+                nvm_bytes: taken.stats.nvm_bytes,
+            })
         }
         Err(e) => {
             k.watches_failed();
             error!("checkpoint ({why}) failed: {e}; the changes stay marked and are retried");
-            false
+            None
         }
     }
 }
 
-/// The power-failure interrupt: persist, checkpoint, report, halt.
-fn power_failure(k: &mut Kernel) -> ! {
+/// The power-failure interrupt: the persist callbacks persist (the world stopped but
+/// for them and their servers), then the checkpoint is taken, the cost reported, and
+/// the machine halts ([`halt_after_power_failure`]).
+fn power_failure(k: &mut Kernel) {
     if PERSIST.lock().is_none() {
         info!("power failure during boot, before checkpoints are set up: nothing to save; halting");
         board::exit_success()
     }
     let start = riscv::register::minstret::read64();
-    info!("power failure: 0 persist callbacks registered");
-    let ok = checkpoint(k, "power failure");
-    let version = PERSIST.lock().as_ref().map_or(0, |p| p.committed().0);
-    info!(
-        "power failure: checkpoint {version} {} in {} instructions; halting",
-        if ok { "committed" } else { "FAILED" },
-        riscv::register::minstret::read64() - start
-    );
+    if let Some(phase) = PHASE.lock().as_mut() {
+        info!(
+            "power failure: persist callbacks are already persisting; the checkpoint follows them"
+        );
+        phase.power_failure.get_or_insert(start);
+        return;
+    }
+    if k.begin_persist() {
+        *PHASE.lock() = Some(Phase {
+            why: "power failure",
+            since: now_ticks(),
+            start,
+            power_failure: Some(start),
+        });
+        return;
+    }
+    let taken = checkpoint(k, "power failure");
+    halt_after_power_failure(start, None, taken)
+}
+
+/// Reports what the power failure's persist and checkpoint cost since the interrupt
+/// (`pfi`, in `minstret`) and halts. `persisted` is (instructions the persist phase
+/// took, the bound its callbacks declared).
+fn halt_after_power_failure(pfi: u64, persisted: Option<(u64, u64)>, taken: Option<Cost>) -> ! {
+    let total = riscv::register::minstret::read64() - pfi;
+    match persisted {
+        Some((instructions, bound)) => info!(
+            "power failure: persist callbacks took {instructions} instructions (declared bound {bound})"
+        ),
+        None => info!("power failure: 0 persist callbacks registered"),
+    }
+    match taken {
+        Some(c) => info!(
+            "power failure: checkpoint {} committed in {} instructions, {} NVM bytes; {} instructions since the interrupt; halting",
+            c.version, c.instructions, c.nvm_bytes, total
+        ),
+        None => {
+            let version = PERSIST.lock().as_ref().map_or(0, |p| p.committed().0);
+            info!("power failure: checkpoint FAILED; halting with checkpoint {version} as the last committed");
+        }
+    }
     board::exit_success()
 }
 
@@ -208,8 +328,9 @@ pub fn interrupt(code: usize) {
                 })
             };
             if due {
-                checkpoint(&mut k, "periodic");
+                checkpoint_due(&mut k, "periodic");
             }
+            persist_progress(&mut k);
         }
         MACHINE_EXTERNAL => match board::external_interrupt() {
             Some(External::Irq(irq)) if !k.irq(irq, &mut Board) => {
@@ -237,8 +358,9 @@ pub extern "C" fn user_trap(mcause: usize, mtval: usize) -> *mut Context {
             k.syscall(&mut phys, &mut Board);
         }
         if k.take_checkpoint_request() {
-            checkpoint(&mut k, "requested");
+            checkpoint_due(&mut k, "requested");
         }
+        persist_progress(&mut k);
     } else if !first_write(mcause, mtval as u32) {
         let mut k = KERNEL.lock();
         let fault = Fault::from_mcause(mcause as u32);

@@ -18,7 +18,11 @@ use std::path::{Path, PathBuf};
 /// Where task code is placed (right above the kernel's 16 MiB) and where task RAM is.
 const CODE_BASE: u32 = 0x8100_0000;
 const RAM_BASE: u32 = 0x8180_0000;
-const RAM_END: u32 = 0x8800_0000;
+const RAM_END: u32 = 0x8700_0000;
+/// RAM for heap-managed MemObjs (`kind = "heap"` caps): above task RAM, never part of a
+/// task's own region, so it is left out of the checkpoint (its owner persists it).
+const HEAP_BASE: u32 = RAM_END;
+const HEAP_END: u32 = 0x8800_0000;
 /// Regions are aligned to this (a multiple of the 4-byte PMP granule).
 const REGION_ALIGN: u32 = 256;
 
@@ -96,6 +100,13 @@ pub enum Cap {
         len: u32,
         rights: Vec<String>,
     },
+    /// A range of heap-managed RAM in [0x8700_0000, 0x8800_0000), mapped through PMP:
+    /// never checkpointed (the heap service that owns it persists it itself).
+    Heap {
+        base: u32,
+        len: u32,
+        rights: Vec<String>,
+    },
     /// A range of NVM.
     Nvm {
         offset: u32,
@@ -141,6 +152,7 @@ pub fn load(path: &Path) -> Result<App, String> {
                 | Cap::Notification { rights, .. }
                 | Cap::Mmio { rights, .. }
                 | Cap::Eternal { rights, .. }
+                | Cap::Heap { rights, .. }
                 | Cap::Nvm { rights, .. } => rights.as_slice(),
                 _ => &[],
             };
@@ -150,9 +162,19 @@ pub fn load(path: &Path) -> Result<App, String> {
             {
                 return bad(&format!("unknown right `{r}` (read, write, grant)"));
             }
-            if let Cap::Mmio { base, len, .. } | Cap::Eternal { base, len, .. } = c {
+            if let Cap::Mmio { base, len, .. }
+            | Cap::Eternal { base, len, .. }
+            | Cap::Heap { base, len, .. } = c
+            {
                 if base % 4 != 0 || len % 4 != 0 || *len == 0 {
                     return bad("a memory range must be non-empty and 4-byte aligned");
+                }
+            }
+            if let Cap::Heap { base, len, .. } = c {
+                if *base < HEAP_BASE || base.checked_add(*len).is_none_or(|end| end > HEAP_END) {
+                    return bad(&format!(
+                        "a heap range must lie in [{HEAP_BASE:#x}, {HEAP_END:#x})"
+                    ));
                 }
             }
         }
@@ -322,6 +344,14 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)]) -> String {
                     "CapSpec::MemObj {{ base: {base:#010x}, len: {len:#x}, rights: {}, kind: amber_core::MemKind::Eternal }}",
                     rights(r)
                 ),
+                Cap::Heap {
+                    base,
+                    len,
+                    rights: r,
+                } => format!(
+                    "CapSpec::MemObj {{ base: {base:#010x}, len: {len:#x}, rights: {}, kind: amber_core::MemKind::HeapManaged }}",
+                    rights(r)
+                ),
                 Cap::Nvm {
                     offset,
                     len,
@@ -388,5 +418,18 @@ mod tests {
             "stack must leave room"
         );
         assert!(app(&ONE.replace("priority = 1", "priority = 1\nfault = \"retry\"")).is_err());
+        let heap = |base: &str| {
+            ONE.replace(
+                "stack = 1024",
+                &format!("stack = 1024\ncaps = [{{ kind = \"heap\", base = {base}, len = 4096, rights = [\"read\"] }}]"),
+            )
+        };
+        assert!(app(&heap("0x87000000")).is_ok());
+        assert!(
+            app(&heap("0x81800000")).is_err(),
+            "heap memory must not overlap task RAM"
+        );
+        assert!(app(&heap("0x87fff000")).is_ok());
+        assert!(app(&heap("0x87fff004")).is_err(), "must end by 0x8800_0000");
     }
 }

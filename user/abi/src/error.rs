@@ -43,11 +43,15 @@ pub enum Error {
     /// `Checkpoint`: the kernel tried to write a checkpoint and failed (NVM error). The
     /// state since the last committed checkpoint is not durable yet.
     CheckpointFailed = 14,
+    /// `Recv` by a persist callback the kernel is asking to persist (see "Persist
+    /// callbacks" in the crate doc): nothing was received; persist, then call
+    /// `PersistDone`.
+    Interrupted = 15,
 }
 
 impl Error {
     /// Every error, in code order.
-    pub const ALL: [Error; 14] = [
+    pub const ALL: [Error; 15] = [
         Error::BadSyscall,
         Error::BadSlot,
         Error::EmptySlot,
@@ -62,6 +66,7 @@ impl Error {
         Error::NoReceiveSlot,
         Error::NoSpace,
         Error::CheckpointFailed,
+        Error::Interrupted,
     ];
 
     /// The error with code `n`; `None` for 0 (success) and unknown codes.
@@ -97,6 +102,7 @@ impl Error {
             Error::NoReceiveSlot => "receiver named no slot for the capability",
             Error::NoSpace => "receiver cannot hold another memory region",
             Error::CheckpointFailed => "the checkpoint could not be committed",
+            Error::Interrupted => "the kernel asks this persist callback to persist",
         }
     }
 }
@@ -120,7 +126,7 @@ mod tests {
         }
         assert_eq!(Error::from_u32(0), None, "0 means success, not an error");
         assert_eq!(Error::check(0), Ok(()));
-        assert_eq!(Error::from_u32(15), None);
+        assert_eq!(Error::from_u32(16), None);
         assert_eq!(Error::check(999), Err(Error::BadSyscall));
     }
 }

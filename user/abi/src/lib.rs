@@ -41,7 +41,8 @@
 //! | 19 | `TaskInfo` | a0 = task slot or [`NO_SLOT`] for the caller | a1 = thread id, a2 = [`TaskState`], a3 = exit code | slot errors, `NoRights` (READ) |
 //! | 20 | `Now` | – | a1/a2 = ticks since boot, low/high | – |
 //! | 21 | `Checkpoint` | – | – (blocks until a checkpoint containing the caller has committed) | `CheckpointFailed` |
-//! | 22 | `CommitWatch` | a0 = pointer to the 16-byte watch block (see below), 0 = remove the watch; a1 = notification slot; a2 = bits to signal after each commit; a3 = bits to signal after a restore | – | `BadPointer` (the 16 bytes must lie in one non-device region the caller may READ and WRITE), slot errors, `NoRights` (WRITE) |
+//! | 22 | `CommitWatch` | a0 = pointer to the 16-byte watch block (see below), 0 = remove the watch; a1 = notification slot; a2 = bits to signal after each commit; a3 = bits to signal after a restore; a4 = [`WatchFlags`] bits | – | `BadPointer` (the 16 bytes must lie in one non-device region the caller may READ and WRITE), slot errors, `NoRights` (WRITE), `BadArgument` (unknown flag bits) |
+//! | 23 | `PersistDone` | a0 = the caller's static bound on its persist work in instructions (0 = none; the kernel reports it next to the measured cost on a power failure) | – (the checkpoint the kernel was waiting for has been taken when the caller runs again) | `WrongState` (no persist was asked of the caller) |
 //!
 //! "Slot errors" are `BadSlot`, `EmptySlot`, `WrongKind`. "Descriptor errors" are
 //! `BadPointer`, `TooLong`, `BadSlot`, `EmptySlot`, `NoRights` (the transferred cap
@@ -97,6 +98,21 @@
 //! restarts after a fault, and when its notification is deleted. The 16 bytes are
 //! checked again at every checkpoint: while the task no longer holds them (a MemObj
 //! capability gone), the kernel skips the watch. Bits of 0 signal nothing.
+//!
+//! # Persist callbacks
+//!
+//! A service whose state lives outside checkpointed memory (the heap service: its
+//! cache) registers a watch with [`WatchFlags::PERSIST_CALLBACK`]. Before every
+//! checkpoint (periodic, requested, or on a power failure) the kernel stops the world
+//! except for callback threads and threads whose watch has
+//! [`WatchFlags::SERVES_PERSIST`] (the drivers the callbacks need), and asks each
+//! callback to persist: its `Recv` returns [`Error::Interrupted`] (at once if it was
+//! waiting, or at its next `Recv`). The callback writes its state out and calls
+//! `PersistDone`; when every callback has, the kernel takes the checkpoint before any
+//! other task runs again. A callback thread that calls `Checkpoint` declares its own
+//! persist done. A persist phase that does not end within the kernel's bound
+//! (documented in the kernel) is abandoned: no checkpoint is taken, waiters in
+//! `Checkpoint` get `CheckpointFailed`, and the world runs on from the last commit.
 
 #![cfg_attr(not(test), no_std)]
 
@@ -110,4 +126,4 @@ pub use error::Error;
 pub use ipc::{IpcDesc, IPC_DESC_SIZE, MAX_DEBUG_WRITE, MAX_MSG_BYTES, MSG_WORDS, NO_SLOT};
 pub use rights::Rights;
 pub use sysno::{ObjKind, Sysno, TaskState};
-pub use watch::{COMMITTED_OFFSET, COMMIT_WATCH_SIZE, WATCHED_OFFSET};
+pub use watch::{WatchFlags, COMMITTED_OFFSET, COMMIT_WATCH_SIZE, WATCHED_OFFSET};

@@ -52,11 +52,14 @@ pub enum Sysno {
     /// Registers (or removes) the caller's commit watch: after each committed
     /// checkpoint the kernel stores the value a task counter had in it and signals.
     CommitWatch = 22,
+    /// A persist callback reports that it has persisted; the kernel takes its
+    /// checkpoint once every callback has.
+    PersistDone = 23,
 }
 
 impl Sysno {
     /// Every syscall, in number order.
-    pub const ALL: [Sysno; 23] = [
+    pub const ALL: [Sysno; 24] = [
         Sysno::Null,
         Sysno::Yield,
         Sysno::Exit,
@@ -80,6 +83,7 @@ impl Sysno {
         Sysno::Now,
         Sysno::Checkpoint,
         Sysno::CommitWatch,
+        Sysno::PersistDone,
     ];
 
     /// The syscall with number `n`, or `None` for an unknown number.
@@ -150,7 +154,7 @@ mod tests {
             assert_eq!(Sysno::from_u32(i as u32), Some(*s));
         }
         assert_eq!(
-            Sysno::from_u32(23),
+            Sysno::from_u32(24),
             None,
             "numbers past the table are unknown"
         );

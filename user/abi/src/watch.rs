@@ -15,5 +15,18 @@ pub const WATCHED_OFFSET: u32 = 0;
 /// visible index). The task only reads it.
 pub const COMMITTED_OFFSET: u32 = 8;
 
+bitflags::bitflags! {
+    /// What else a commit watch makes of its thread (`CommitWatch` `a4`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct WatchFlags: u32 {
+        /// The thread is a persist callback: before every checkpoint the kernel asks it
+        /// to persist (its `Recv` returns `Interrupted`) and waits for `PersistDone`.
+        /// Implies [`WatchFlags::SERVES_PERSIST`].
+        const PERSIST_CALLBACK = 1 << 0;
+        /// The thread keeps running while callbacks persist (a driver they call).
+        const SERVES_PERSIST = 1 << 1;
+    }
+}
+
 const _: () = assert!(WATCHED_OFFSET + 8 <= COMMITTED_OFFSET);
 const _: () = assert!(COMMITTED_OFFSET + 8 == COMMIT_WATCH_SIZE);

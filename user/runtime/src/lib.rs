@@ -19,7 +19,7 @@ mod rt;
 mod sys;
 
 pub use amber_abi as abi;
-pub use amber_abi::{Error, IpcDesc, Rights};
+pub use amber_abi::{Error, IpcDesc, Rights, WatchFlags};
 pub use console::{_print, Console};
 pub use counters::{cycles, instret};
 pub use rng::Rng;

@@ -3,7 +3,7 @@
 //! [`syscall`] is public for tests that must send arbitrary numbers (sysfuzz); it
 //! cannot harm the kernel, which checks every argument.
 
-use amber_abi::{Error, IpcDesc, ObjKind, Rights, Sysno, NO_SLOT};
+use amber_abi::{Error, IpcDesc, ObjKind, Rights, Sysno, WatchFlags, NO_SLOT};
 
 /// The six result registers a0..a5 of an `ecall`.
 pub type Regs = [u32; 6];
@@ -191,16 +191,34 @@ pub fn checkpoint() -> Result<(), Error> {
 /// Watches the u64 at `ptr` (in this task's memory): after every checkpoint commits,
 /// the kernel writes the value it had in that checkpoint to `ptr + 8` and signals
 /// `commit_bits` on `notification`; after a restore it signals `restore_bits`.
-/// `ptr` = 0 removes the watch.
+/// `ptr` = 0 removes the watch. `flags` makes the task a persist callback or a
+/// service that runs while callbacks persist (see the ABI's "Persist callbacks").
 pub fn commit_watch(
     ptr: u32,
     notification: u32,
     commit_bits: u32,
     restore_bits: u32,
+    flags: WatchFlags,
 ) -> Result<(), Error> {
     call(
         Sysno::CommitWatch,
-        [ptr, notification, commit_bits, restore_bits, 0, 0],
+        [
+            ptr,
+            notification,
+            commit_bits,
+            restore_bits,
+            flags.bits(),
+            0,
+        ],
     )
     .map(drop)
+}
+
+/// A persist callback reports that it has persisted; `bound` is its static bound on
+/// that work in instructions (0 = none), which the kernel prints next to the measured
+/// cost on a power failure. When every callback is done, the kernel takes its
+/// checkpoint before any other task runs. `WrongState` when no persist was asked of
+/// this task.
+pub fn persist_done(bound: u32) -> Result<(), Error> {
+    call(Sysno::PersistDone, [bound, 0, 0, 0, 0, 0]).map(drop)
 }

@@ -2,7 +2,8 @@
 //!
 //! A request is a Call on the driver's endpoint with four words `[op, addr, len, 0]`
 //! and, for a write, the bytes in the message's bounded copy; the reply is
-//! `[status, writer index low, writer index high, 0]` and, for a read, the bytes. A
+//! `[status, writer index low, writer index high, free ring bytes]` and, for a read,
+//! the bytes. A
 //! write is durable in the driver's ring when the reply arrives, but reaches the chip
 //! only after the checkpoint that covers it has committed; a read sees the device with
 //! every pending write laid over it. This crate holds numbers and client calls only,
@@ -65,9 +66,26 @@ fn desc(send: &[u8], recv: &mut [u8]) -> IpcDesc {
     }
 }
 
-/// Writes `data` at `addr` through the driver on endpoint `ep`; returns the driver's
-/// writer index after it.
-pub fn write(ep: u32, addr: u32, data: &[u8]) -> Result<u64, SpiError> {
+/// What the driver's ring looks like after a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// The ring's writer index: the visible index that makes this write reach the chip.
+    pub writer: u64,
+    /// Bytes the ring can still take before it needs a checkpoint. A client that must
+    /// be able to write a known amount later without a checkpoint in between (a heap
+    /// service's persist) keeps this above that amount.
+    pub free: u32,
+}
+
+/// Bytes one write of `len` bytes takes in the driver's ring: its record header and
+/// the data, rounded up to the ring's alignment. A write that does not fit in the rest
+/// of the ring's lap also pads that rest (at most one such pad per lap).
+pub const fn ring_bytes(len: u32) -> u32 {
+    (amber_vring::ENTRY_HEADER_LEN + len).next_multiple_of(amber_vring::ALIGN)
+}
+
+/// Writes `data` at `addr` through the driver on endpoint `ep`.
+pub fn write(ep: u32, addr: u32, data: &[u8]) -> Result<Written, SpiError> {
     if data.len() > MAX_CHUNK {
         return Err(SpiError::BadRequest);
     }
@@ -75,7 +93,10 @@ pub fn write(ep: u32, addr: u32, data: &[u8]) -> Result<u64, SpiError> {
     let r =
         call_ep(ep, [OP_WRITE, addr, data.len() as u32, 0], Some(&mut d)).map_err(SpiError::Ipc)?;
     SpiError::from_status(r[0])?;
-    Ok(r[1] as u64 | (r[2] as u64) << 32)
+    Ok(Written {
+        writer: r[1] as u64 | (r[2] as u64) << 32,
+        free: r[3],
+    })
 }
 
 /// Reads `buf.len()` bytes at `addr`, including writes not yet on the chip.

@@ -16,7 +16,7 @@ use amber_fram::{EmuFram, Fram, Part};
 use amber_nvm::MmioNvm;
 use amber_spi_api::{SpiError, MAX_CHUNK, OP_READ, OP_WRITE};
 use amber_user::abi::NO_SLOT;
-use amber_user::{checkpoint, commit_watch, poll, println, recv, reply, IpcDesc};
+use amber_user::{checkpoint, commit_watch, poll, println, recv, reply, IpcDesc, WatchFlags};
 use amber_vring::{Ring, RingError, RingIndex};
 
 amber_user::main!(main);
@@ -71,6 +71,8 @@ fn main() {
         NOTIFICATION,
         COMMITTED,
         RESTORED,
+        // Heap services write through this driver while they persist.
+        WatchFlags::SERVES_PERSIST,
     )
     .expect("commit watch");
     // A fresh start: nothing was ever visible, so the ring starts empty.
@@ -116,7 +118,7 @@ fn main() {
             status.err().map_or(0, SpiError::status),
             writer as u32,
             (writer >> 32) as u32,
-            0,
+            ring.free_bytes(),
         ];
         let mut back = IpcDesc {
             send_ptr: out.as_ptr() as usize as u32,

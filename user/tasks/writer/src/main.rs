@@ -5,7 +5,7 @@
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-use amber_user::{commit_watch, poll, println};
+use amber_user::{commit_watch, poll, println, WatchFlags};
 
 amber_user::main!(main);
 
@@ -23,7 +23,14 @@ fn main() {
     // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
     // stopped for a checkpoint.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
-    commit_watch(watch.as_ptr() as usize as u32, NOTIFICATION, 0, RESTORED).expect("commit watch");
+    commit_watch(
+        watch.as_ptr() as usize as u32,
+        NOTIFICATION,
+        0,
+        RESTORED,
+        WatchFlags::empty(),
+    )
+    .expect("commit watch");
     loop {
         if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
             println!("writer: restored at {}", watch[0]);
