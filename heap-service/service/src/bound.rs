@@ -1,0 +1,341 @@
+//! What a persist and a request may cost the service, computed from the heap's
+//! configuration alone, and how much of the SPI driver's ring the service keeps free so
+//! that a persist never finds the ring full.
+//!
+//! A persist's storage traffic comes from the vNV-Heap's own bound (`wcec_bound`); a
+//! request's is derived below from the same code paths. Both are turned into driver
+//! calls (a storage access of more than 256 bytes is several calls), ring bytes, and
+//! instructions under a cost model whose driver-call figures are measured (see
+//! [`InstrModel::QEMU_SPIDRV`]). This file must never read a heap's state: a bound
+//! that depends on the state bounds nothing.
+
+use amber_spi_api::{ring_bytes, MAX_CHUNK};
+use vnv_heap::{wcec_bound, Config, CostModel};
+
+/// Bytes of an entry half the heap writes with an object (vNV-Heap format).
+const HALF_BYTES: u64 = Config::DIRTY_OVERHEAD as u64;
+/// Bytes of an entry's description the heap reads to find an object.
+const DESC_BYTES: u64 = 8;
+/// Bytes one store of the fill of a new `u8` array carries at most.
+const FILL_STORE: u64 = 64;
+/// The vNV-Heap's write-back scan makes `2 + REF_MAX` laps over the cache.
+const DIRTY_SCAN_LAPS: u64 = 5;
+
+/// Instructions (as `instret` counts them: the kernel's IPC path and the driver
+/// included) of the storage calls and of the heap's own work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InstrModel {
+    /// Per write call to the driver (IPC round trip and ring append of the header).
+    pub write_call: u64,
+    /// Per byte written (the IPC copy and the ring's checksum and stores).
+    pub write_byte: u64,
+    /// Per read call with nothing pending in the ring (IPC round trip, the FRAM
+    /// command on the wire).
+    pub read_call: u64,
+    /// Per byte read (the emulated wire time and the copies).
+    pub read_byte: u64,
+    /// Per byte of ring entries pending when a read is made: the driver lays every
+    /// pending entry over what it reads, so a read costs more the fuller the ring.
+    pub read_pending_byte: u64,
+    /// Once per persist or request beyond its storage calls and scans: entering,
+    /// encoding the commit record; for a request, receiving and replying.
+    pub fixed: u64,
+    /// Per object written, beyond its storage calls.
+    pub per_object: u64,
+    /// Per scan step (as `VnvHeap::scan_steps` counts them).
+    pub per_step: u64,
+}
+
+impl InstrModel {
+    /// Measured on QEMU (`-icount shift=0,sleep=off`, so `instret` counts exactly) by
+    /// the heap service at start-up (its `driver calls measured` line: the cheapest of
+    /// four calls of each kind, timed with `instret` around `amber_spi_api::write` and
+    /// `read`; release build, the driver at priority 1, its ring empty for the reads):
+    ///
+    /// | what | measured instructions | per call | per byte |
+    /// |------|-----------------------|----------|----------|
+    /// | write of 16 bytes | 15,012 | | |
+    /// | write of 256 bytes | 19,262 | 14,729 | 17.7 |
+    /// | read of 8 bytes | 16,203 | | |
+    /// | read of 256 bytes | 52,538 | 15,031 | 146.5 |
+    /// | a pending entry of 1 byte overlapping an 8-byte read | +1,107 | | 39.5 per ring byte (28) |
+    ///
+    /// Other pending entries cost a read less per ring byte (measured: 16-byte entries
+    /// 1,355 each, 33.9 per ring byte; 256-byte ones 5,196, 18.6; an entry that does
+    /// not overlap the read 359, 12.8), so the model charges every pending ring byte at
+    /// the 1-byte overlapping rate. A read is dearer per byte than a write because the
+    /// emulated FRAM spends 32 cycles per byte on the wire (the driver spins on
+    /// `cycle`, which `-icount` makes one per instruction; without `-icount` the spin
+    /// is shorter). Every figure is taken with a margin of 1.5 (a timer tick or a
+    /// console interrupt during a persist costs a few thousand instructions). The
+    /// heap's own work uses the vNV-Heap's ESP32-C3 cycle estimates as instruction
+    /// counts (at most one instruction per cycle): 16,000 fixed, 9,600 per object, 10
+    /// per scan step; a request's receive and reply are within the fixed part (an IPC
+    /// round trip is about 7,000 instructions, `cargo xtask bench`).
+    pub const QEMU_SPIDRV: InstrModel = InstrModel {
+        write_call: 22_100,
+        write_byte: 27,
+        read_call: 22_600,
+        read_byte: 220,
+        read_pending_byte: 60,
+        fixed: 16_000,
+        per_object: 9_600,
+        per_step: 10,
+    };
+}
+
+/// Storage traffic and heap work of one persist or request, at most.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Write calls to the driver.
+    pub writes: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Read calls to the driver.
+    pub reads: u64,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Objects written (each costs `per_object` beyond its calls).
+    pub objects: u64,
+    /// Scan steps.
+    pub steps: u64,
+}
+
+impl Work {
+    /// Instructions under `m` (one `fixed` included), with at most `pending` bytes of
+    /// ring entries waiting in the driver whenever a read is made.
+    pub fn instructions(&self, m: &InstrModel, pending: u32) -> u64 {
+        self.writes * m.write_call
+            + self.bytes * m.write_byte
+            + self.reads * (m.read_call + u64::from(pending) * m.read_pending_byte)
+            + self.bytes_read * m.read_byte
+            + m.fixed
+            + self.objects * m.per_object
+            + self.steps * m.per_step
+    }
+
+    /// Bytes of the driver's ring its writes take, at most.
+    pub fn ring_bytes(&self) -> u64 {
+        self.bytes + self.writes * ring_overhead()
+    }
+}
+
+/// Driver calls for `accesses` storage accesses of `bytes` bytes in all: each access of
+/// `n` bytes is `ceil(n / 256)` calls, at most `1 + floor(n / 256)`, and the floors of
+/// a sum's parts add up to at most the floor of the sum.
+fn calls(accesses: u64, bytes: u64) -> u64 {
+    accesses + bytes / MAX_CHUNK as u64
+}
+
+/// Ring bytes one driver write costs beyond its data, at most: the entry header and
+/// the alignment of header plus data.
+pub fn ring_overhead() -> u64 {
+    u64::from(ring_bytes(0)) + u64::from(amber_vring::ALIGN) - 1
+}
+
+/// The cache units of `config`'s cache, as the vNV-Heap's bound counts them (its
+/// persist scans each unit twice, and each word of its block and id bitmaps twice).
+fn cache_units(config: &Config) -> u64 {
+    let w = wcec_bound(config, &CostModel::ZERO);
+    let words = |bits: u64| bits.div_ceil(32);
+    let blocks = u64::from(config.nvm_data_bytes / 32);
+    (w.scan_steps - 2 * words(blocks) - 2 * words(config.max_objects.into())) / 2
+}
+
+/// The worst persist under `config`: the vNV-Heap's bound in driver calls.
+pub fn persist_work(config: &Config) -> Work {
+    let w = wcec_bound(config, &CostModel::ZERO);
+    Work {
+        writes: calls(w.writes, w.bytes_written),
+        bytes: w.bytes_written,
+        reads: calls(w.reads, w.bytes_read),
+        bytes_read: w.bytes_read,
+        objects: w.objects,
+        steps: w.scan_steps,
+    }
+}
+
+/// The worst request for objects of at most `max_object` bytes (`c` chunks of 256
+/// bytes), from the heap's code paths:
+/// - writes: write-backs to make cache room and to stay under the dirty limit, at most
+///   the dirty bytes at the start (`max_dirty_bytes` in `2D` accesses, `D` objects, as
+///   in a persist) plus the one or two chunks the request dirtied itself (a range
+///   across a chunk boundary: `2 * (256 + 16)` bytes, 4 accesses); plus, for an
+///   allocation, the fill in stores of 64 bytes and one entry half per chunk (a free
+///   writes only entry halves, fewer). Both are counted, though one request does one.
+/// - reads: finding the object (`c + 1` descriptions), then per chunk touched (at
+///   most 2) a description and a load of up to 256 bytes, and one description per
+///   object written back.
+/// - scan steps: per chunk touched, a search of the cache (`U` units), making room (at
+///   most `6U`: two passes, each visiting a unit at most twice, plus evictions) and
+///   the write-back scan (`5U`); plus the id and block searches of an allocation.
+pub fn request_work(config: &Config, max_object: u32) -> Work {
+    let p = persist_work(config);
+    let chunk = MAX_CHUNK as u64;
+    let d = p.objects;
+    let size = u64::from(max_object);
+    let c = size.div_ceil(chunk);
+    let wb_accesses = 2 * d + 4;
+    let wb_bytes = u64::from(config.max_dirty_bytes) + 2 * (chunk + HALF_BYTES);
+    let fill_accesses = size.div_ceil(FILL_STORE) + c;
+    let fill_bytes = size + c * HALF_BYTES;
+    let reads = (c + 1) + 2 * 2 + (d + 2);
+    let bytes_read = DESC_BYTES * (c + 1) + 2 * (DESC_BYTES + chunk) + DESC_BYTES * (d + 2);
+    let u = cache_units(config);
+    let steps = 2 * (u + 6 * u + DIRTY_SCAN_LAPS * u)
+        + u64::from(config.max_objects)
+        + u64::from(config.nvm_data_bytes / 32);
+    Work {
+        writes: calls(wb_accesses, wb_bytes) + calls(fill_accesses, fill_bytes),
+        bytes: wb_bytes + fill_bytes,
+        reads: calls(reads, bytes_read),
+        bytes_read,
+        objects: d + 2,
+        steps,
+    }
+}
+
+/// The most a persist costs, whatever the heap holds, as the service prints it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PersistBound {
+    /// Bytes written.
+    pub bytes: u64,
+    /// Write calls to the driver.
+    pub writes: u64,
+    /// Instructions under the [`InstrModel`].
+    pub instructions: u64,
+}
+
+/// The worst persist under `config`, with at most `pending` ring bytes waiting in the
+/// driver (see [`ring_reserve`]).
+pub fn persist_bound(config: &Config, pending: u32, m: &InstrModel) -> PersistBound {
+    let w = persist_work(config);
+    PersistBound {
+        bytes: w.bytes,
+        writes: w.writes,
+        instructions: w.instructions(m, pending),
+    }
+}
+
+/// The instructions the service declares to the kernel for its part of a persist
+/// phase: a phase may begin while the service is inside a request, which it finishes
+/// before it sees the kernel's ask (at its next `recv`), then it persists.
+pub fn phase_bound(config: &Config, max_object: u32, pending: u32, m: &InstrModel) -> u64 {
+    request_work(config, max_object).instructions(m, pending)
+        + persist_work(config).instructions(m, pending)
+}
+
+/// The ring bytes one request and the persist after it may add to the driver's ring:
+/// one request's worst writes, then one whole persist, plus one pad (a write that does
+/// not fit the rest of the ring's lap pads it; less than one largest entry, once per
+/// lap, and the reserve is far below a lap).
+///
+/// The service keeps this much free in the ring before it takes a request, so that a
+/// persist never meets a full ring, and keeps the ring bytes written since the last
+/// checkpoint at most its pending cap minus this, so that no read it makes sees more
+/// than the cap pending (the cap the instruction bounds assume).
+pub fn ring_reserve(config: &Config, max_object: u32) -> u32 {
+    let r = request_work(config, max_object).ring_bytes()
+        + persist_work(config).ring_bytes()
+        + u64::from(ring_bytes(MAX_CHUNK as u32));
+    u32::try_from(r).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Config {
+        Config {
+            max_dirty_bytes: 1024,
+            max_objects: 96,
+            nvm_offset: 0,
+            nvm_data_bytes: 48 * 1024,
+            cache_bytes: 8192,
+        }
+    }
+
+    #[test]
+    fn the_ring_overhead_bounds_every_write_the_driver_takes() {
+        for len in 0..=MAX_CHUNK as u32 {
+            assert!(
+                u64::from(ring_bytes(len)) <= u64::from(len) + ring_overhead(),
+                "a write of {len} bytes takes more ring than the bound counts"
+            );
+        }
+    }
+
+    #[test]
+    fn the_persist_bound_counts_the_heaps_writes_as_driver_calls() {
+        let c = config();
+        let w = wcec_bound(&c, &CostModel::ZERO);
+        let b = persist_bound(&c, 0, &InstrModel::QEMU_SPIDRV);
+        assert_eq!(b.bytes, w.bytes_written);
+        assert_eq!(
+            b.writes,
+            w.writes + w.bytes_written / 256,
+            "one call per access plus one per 256 bytes"
+        );
+        assert!(b.instructions > b.writes * InstrModel::QEMU_SPIDRV.write_call);
+    }
+
+    #[test]
+    fn the_cache_units_are_those_of_the_vnv_heaps_own_bound() {
+        let c = config();
+        let u = cache_units(&c);
+        assert!(
+            u > 0 && u * 8 <= 8192,
+            "{u} units of 8 bytes in an 8 KiB cache"
+        );
+        assert!(
+            u * 8 > 8192 * 3 / 4,
+            "the metadata takes less than a quarter"
+        );
+    }
+
+    #[test]
+    fn a_request_writes_at_least_a_whole_write_back_and_the_largest_allocation() {
+        let c = config();
+        let r = request_work(&c, 1024);
+        let p = persist_work(&c);
+        assert!(r.bytes >= u64::from(c.max_dirty_bytes) + 1024);
+        assert!(r.writes >= p.writes - 1 + 1024 / 64);
+        assert!(request_work(&c, 2048).bytes > r.bytes);
+    }
+
+    #[test]
+    fn the_reserve_covers_a_request_and_a_persist_and_stays_far_below_the_ring() {
+        let c = config();
+        let r = u64::from(ring_reserve(&c, 1024));
+        assert!(r >= persist_work(&c).ring_bytes() + request_work(&c, 1024).ring_bytes());
+        let bigger = Config {
+            max_dirty_bytes: 2048,
+            ..c
+        };
+        assert!(u64::from(ring_reserve(&bigger, 1024)) > r);
+        assert!(
+            r < 64 * 1024 / 2,
+            "the reserve ({r}) must stay well below the 64 KiB ring, or the service checkpoints all the time"
+        );
+    }
+
+    #[test]
+    fn the_phase_bound_covers_a_request_and_a_persist() {
+        let c = config();
+        let m = InstrModel::QEMU_SPIDRV;
+        let pending = 16 * 1024;
+        assert_eq!(
+            phase_bound(&c, 1024, pending, &m),
+            request_work(&c, 1024).instructions(&m, pending)
+                + persist_bound(&c, pending, &m).instructions
+        );
+        assert!(
+            phase_bound(&c, 1024, pending, &m) < u64::from(u32::MAX),
+            "the kernel takes the bound as a u32"
+        );
+        assert!(
+            persist_bound(&c, pending, &m).instructions > persist_bound(&c, 0, &m).instructions,
+            "a fuller ring makes every read dearer"
+        );
+    }
+}
