@@ -2,7 +2,9 @@
 //! power again and again, half the time by SIGKILL at a random instant and half the
 //! time at a random NVM store (`amber.cut=K:B`, torn after B bytes). After every cut
 //! `nvm-inspect` must find the image consistent, the next boot must recover, the
-//! app's invariant must hold and the app must make progress.
+//! app's invariant must hold and the app must make progress. The heap apps check that
+//! the vNV-Heap (its cache lost at every cut, its FRAM written only through the SPI
+//! driver's ring) comes back exactly as their own checkpointed state expects.
 //!
 //! Cycles per workload: `AMBER_CRASH_CYCLES` (default 100; `cargo xtask test
 //! --crash-cycles N` sets it). The seed is printed; repeat a run with `AMBER_SEED`.
@@ -208,6 +210,43 @@ impl Invariant for SelfChecked {
     fn progress(&self) -> u64 {
         self.best
     }
+}
+
+/// Several tasks' invariants in one system: a violation of any breaks it, and every
+/// task must make progress. A task that panics or faults breaks it too (a heap error
+/// surfaces as a panic in the client or the service).
+struct All(Vec<SelfChecked>);
+
+impl Invariant for All {
+    fn line(&mut self, line: &str) -> Option<String> {
+        if line.contains("panicked") || line.contains("; task ended") {
+            return Some(line.to_owned());
+        }
+        self.0.iter_mut().find_map(|c| c.line(line))
+    }
+
+    fn progress(&self) -> u64 {
+        self.0.iter().map(|c| c.progress()).min().unwrap_or(0)
+    }
+}
+
+#[test]
+fn the_heap_apps_find_their_heap_as_their_own_state_left_it_across_power_cuts() {
+    crash_loop(
+        "heap",
+        &mut All(vec![
+            SelfChecked {
+                tag: "logger",
+                key: "logger: ",
+                best: 0,
+            },
+            SelfChecked {
+                tag: "kv",
+                key: "kv: ",
+                best: 0,
+            },
+        ]),
+    );
 }
 
 #[test]

@@ -68,11 +68,13 @@ impl Kernel {
     }
 
     /// The callbacks still owed a `PersistDone`: a callback that exited, lost its
-    /// watch or changed it to a non-callback one is no longer waited for.
+    /// watch or changed it to a non-callback one is no longer waited for, and one
+    /// that called `Checkpoint` has declared its persist done.
     fn still_waiting(&self) -> u64 {
         self.thread_ids()
             .filter(|&t| self.persist.waiting & bit(t) != 0)
             .filter(|&t| self.watch_flags(t).contains(WatchFlags::PERSIST_CALLBACK))
+            .filter(|&t| self.thread(t).state != ThreadState::Blocked(Block::Checkpoint))
             .fold(0, |set, t| set | bit(t))
     }
 

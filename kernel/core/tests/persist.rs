@@ -206,6 +206,22 @@ fn a_callback_in_checkpoint_has_persisted_and_one_that_ends_is_not_waited_for() 
 }
 
 #[test]
+fn a_callback_that_asks_for_the_checkpoint_during_the_phase_ends_its_part() {
+    let mut s = with_callbacks();
+    assert!(s.k.begin_persist());
+    s.sys("svc", Sysno::Checkpoint, [0; 6]);
+    assert_eq!(s.state("svc"), TaskState::Blocked);
+    assert_eq!(
+        s.k.take_persist_complete(),
+        Some(PersistEnd { declared_bound: 0 }),
+        "Checkpoint declares the persist done (with no bound)"
+    );
+    s.k.checkpoint_done(true);
+    assert_eq!(s.regs("svc").status(), Ok(()));
+    assert_eq!(runners(&mut s), ["app", "drv", "svc"]);
+}
+
+#[test]
 fn an_abandoned_phase_lets_everyone_run_and_a_restore_starts_without_one() {
     let mut s = with_callbacks();
     assert!(s.k.begin_persist());

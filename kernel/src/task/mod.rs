@@ -289,6 +289,20 @@ fn power_failure(k: &mut Kernel) {
     halt_after_power_failure(start, None, taken)
 }
 
+/// A bound on the instructions one checkpoint of this app takes: every kernel object
+/// and every byte of task RAM dirty. The constants are the benchmark's measured costs
+/// (`cargo xtask bench`, checkpoint section: 2,963 for an idle checkpoint, about 4,770
+/// per dirty 182-byte record, about 12 per dirty memory byte), scaled up for the
+/// largest record (a 269-byte CapGroup) and given a margin of a quarter or more; they
+/// are measurements, not a proof.
+fn checkpoint_bound() -> u64 {
+    const FIXED: u64 = 4_000;
+    const PER_OBJECT: u64 = 8_000;
+    const PER_RAM_BYTE: u64 = 16;
+    let ram: u64 = app::TASKS.iter().map(|t| u64::from(t.ram.1)).sum();
+    FIXED + PER_OBJECT * amber_core::MAX_OBJECTS as u64 + PER_RAM_BYTE * ram
+}
+
 /// Reports what the power failure's persist and checkpoint cost since the interrupt
 /// (`pfi`, in `minstret`) and halts. `persisted` is (instructions the persist phase
 /// took, the bound its callbacks declared).
@@ -301,10 +315,18 @@ fn halt_after_power_failure(pfi: u64, persisted: Option<(u64, u64)>, taken: Opti
         None => info!("power failure: 0 persist callbacks registered"),
     }
     match taken {
-        Some(c) => info!(
-            "power failure: checkpoint {} committed in {} instructions, {} NVM bytes; {} instructions since the interrupt; halting",
-            c.version, c.instructions, c.nvm_bytes, total
-        ),
+        Some(c) => {
+            let declared = persisted.map_or(0, |(_, bound)| bound);
+            info!(
+                "power failure: persist and checkpoint bound {} instructions (persist {declared} declared + checkpoint {})",
+                declared + checkpoint_bound(),
+                checkpoint_bound()
+            );
+            info!(
+                "power failure: checkpoint {} committed in {} instructions, {} NVM bytes; {} instructions since the interrupt; halting",
+                c.version, c.instructions, c.nvm_bytes, total
+            )
+        }
         None => {
             let version = PERSIST.lock().as_ref().map_or(0, |p| p.committed().0);
             info!("power failure: checkpoint FAILED; halting with checkpoint {version} as the last committed");

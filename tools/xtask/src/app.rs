@@ -65,6 +65,10 @@ pub struct Task {
     /// Capabilities the task holds at boot, in slot order from slot 0.
     #[serde(default)]
     pub caps: Vec<Cap>,
+    /// Build-time settings: environment variables set while the task is compiled,
+    /// which it reads with `option_env!` (names of `A-Z`, `0-9`, `_` only).
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 fn default_fault() -> String {
@@ -145,6 +149,14 @@ pub fn load(path: &Path) -> Result<App, String> {
         }
         if t.stack == 0 || t.stack % 16 != 0 || t.stack >= t.ram {
             return bad("stack must be a non-zero multiple of 16 bytes smaller than ram");
+        }
+        if let Some(k) = t.env.keys().find(|k| {
+            k.is_empty()
+                || !k
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        }) {
+            return bad(&format!("env name `{k}` must be made of A-Z, 0-9 and _"));
         }
         for c in &t.caps {
             let rights = match c {
@@ -431,5 +443,11 @@ mod tests {
         );
         assert!(app(&heap("0x87fff000")).is_ok());
         assert!(app(&heap("0x87fff004")).is_err(), "must end by 0x8800_0000");
+        let env = |e: &str| ONE.replace("stack = 1024", &format!("stack = 1024\nenv = {{ {e} }}"));
+        assert_eq!(
+            app(&env("AMBER_X = \"1\"")).unwrap().tasks[0].env["AMBER_X"],
+            "1"
+        );
+        assert!(app(&env("\"a-b\" = \"1\"")).is_err());
     }
 }

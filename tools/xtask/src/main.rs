@@ -200,7 +200,8 @@ fn build_app(name: &str) -> Result<PathBuf, String> {
                     format!("-Clink-arg=-L{}", dir.display()),
                     format!("-Clink-arg=-L{}", runtime.display()),
                     "-Clink-arg=-Ttask.x".to_owned(),
-                ]),
+                ])
+                .envs(&p.task.env),
         )?;
         let elf = dir.join(format!("{}.elf", p.task.name));
         std::fs::copy(release_dir().join(&p.task.krate), &elf)

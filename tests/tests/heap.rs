@@ -1,0 +1,85 @@
+//! The heap service on QEMU (app `heap`: SPI driver, heap service, sensor logger,
+//! key-value app): a power-failure interrupt lets the heap service persist before the
+//! checkpoint, within the bound it declares and the kernel's checkpoint bound, and the
+//! next boot resumes with the heap exactly as the apps' own checkpointed state expects.
+//! Crash-and-reboot cycles of the same app are in crash.rs.
+
+use amber_tests::{app_machine, number_after, Qemu};
+use std::time::{Duration, Instant};
+
+/// The console byte that raises the power-failure interrupt (Ctrl-P).
+const POWER_FAIL: u8 = 0x10;
+
+/// Reads console lines for `how_long`, failing on any violation, panic or fault;
+/// returns the highest progress seen after `key` for each of `keys`.
+fn watch(q: &mut Qemu, how_long: Duration, keys: &[&str]) -> Vec<u64> {
+    let mut best = vec![0; keys.len()];
+    let until = Instant::now() + how_long;
+    while let Some(line) = q.next_line(until.saturating_duration_since(Instant::now())) {
+        assert!(
+            !line.contains("VIOLATION")
+                && !line.contains("panicked")
+                && !line.contains("; task ended"),
+            "{line}\n{}",
+            q.transcript()
+        );
+        for (k, b) in keys.iter().zip(best.iter_mut()) {
+            if let Some(n) = number_after(&line, k) {
+                *b = (*b).max(n);
+            }
+        }
+        if Instant::now() >= until {
+            break;
+        }
+    }
+    best
+}
+
+#[test]
+fn a_power_failure_persists_the_heap_within_its_bound_and_the_apps_resume_consistent() {
+    let machine = app_machine("heap");
+    let mut q = Qemu::boot(&machine);
+    q.expect("fresh start");
+    let bound = q.expect("heapsvc: persist bound: ");
+    q.expect("logger: ");
+    q.expect("kv: ");
+    let before = watch(&mut q, Duration::from_secs(2), &["logger: ", "kv: "]);
+    q.send(&[POWER_FAIL]);
+    let persisted = q.expect("power failure: persist callbacks took ");
+    let took = number_after(&persisted, "took ").expect("instructions");
+    let declared = number_after(&persisted, "declared bound ").expect("a bound");
+    assert!(
+        declared > 0,
+        "the heap service declares its bound: {persisted}"
+    );
+    assert!(
+        took <= declared,
+        "the persist phase took {took} instructions, above the declared bound {declared} ({bound})"
+    );
+    let total_bound = q.expect("power failure: persist and checkpoint bound ");
+    let limit = number_after(&total_bound, "checkpoint bound ").expect("a bound");
+    let done = q.expect("power failure: checkpoint");
+    assert!(done.contains("committed in"), "{done}");
+    let version = number_after(&done, "power failure: checkpoint ").expect("a version");
+    let total = number_after(&done, "NVM bytes; ").expect("instructions since the interrupt");
+    assert!(
+        total <= limit,
+        "persist and checkpoint took {total} instructions, above the bound {limit}\n{}",
+        q.transcript()
+    );
+    eprintln!("{persisted}\n{total_bound}\n{done}");
+    assert_eq!(q.exit_code(), 0, "the machine halts after the checkpoint");
+
+    let mut q = Qemu::boot(&machine);
+    let line = q.expect("recovered checkpoint");
+    assert_eq!(number_after(&line, "recovered checkpoint "), Some(version));
+    q.expect_within("heapsvc: reopened after restore", Duration::from_secs(30));
+    let after = watch(&mut q, Duration::from_secs(3), &["logger: ", "kv: "]);
+    for (b, a) in before.iter().zip(&after) {
+        assert!(
+            a > b,
+            "the apps go on from where they were: {before:?} then {after:?}"
+        );
+    }
+    q.kill();
+}
