@@ -155,10 +155,29 @@ fn checkpoint_due(k: &mut Kernel, why: &'static str) {
     checkpoint(k, why);
 }
 
+/// Right after a restore: the persist callbacks get their state back (the restore bits
+/// of their commit watch say so) before any other task runs, by a persist phase like
+/// the one before a checkpoint; its checkpoint then commits the restored state.
+/// Without callbacks nothing happens.
+fn restore_phase(k: &mut Kernel) {
+    if k.begin_persist() {
+        *PHASE.lock() = Some(Phase {
+            why: "restore",
+            since: now_ticks(),
+            start: riscv::register::minstret::read64(),
+            power_failure: None,
+        });
+    }
+}
+
 /// After every syscall and interrupt: takes the checkpoint of a persist phase whose
 /// callbacks are all done (before any other task runs), and gives up on a phase that
 /// has run past [`PERSIST_TIMEOUT_TICKS`].
 fn persist_progress(k: &mut Kernel) {
+    // The common case, on every syscall: no phase, nothing to lock.
+    if !k.persist_active() {
+        return;
+    }
     if let Some(end) = k.take_persist_complete() {
         let Some(phase) = PHASE.lock().take() else {
             return;

@@ -59,7 +59,8 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
         app: fingerprint,
         totals: Default::default(),
     };
-    if persist.committed().0 == 0 {
+    let restored = persist.committed().0 > 0;
+    if !restored {
         boot_fresh(tasks);
         let mut k = KERNEL.lock();
         k.mark_all_dirty();
@@ -85,6 +86,9 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
     );
     *PERSIST.lock() = Some(persist);
     map_task_threads(&KERNEL.lock());
+    if restored {
+        super::restore_phase(&mut KERNEL.lock());
+    }
     next_or_idle()
 }
 

@@ -110,7 +110,9 @@
 //! waiting, or at its next `Recv`). The callback writes its state out and calls
 //! `PersistDone`; when every callback has, the kernel takes the checkpoint before any
 //! other task runs again. A callback thread that calls `Checkpoint` declares its own
-//! persist done. A persist phase that does not end within the kernel's bound
+//! persist done. Right after a restore the kernel runs such a phase too (the restore
+//! bits are signalled first): callbacks rebuild what the checkpoint does not hold (the
+//! heap service reloads its cache) before any other task runs again. A persist phase that does not end within the kernel's bound
 //! (documented in the kernel) is abandoned: no checkpoint is taken, waiters in
 //! `Checkpoint` get `CheckpointFailed`, and the world runs on from the last commit.
 
