@@ -254,8 +254,12 @@ impl Kernel {
     }
 
     /// `Checkpoint`: blocks the caller until [`Kernel::checkpoint_done`] and asks for
-    /// a checkpoint.
+    /// a checkpoint. A persist callback asked to persist gets `Interrupted` at once
+    /// (it persists, then `PersistDone` brings the checkpoint; see persist.rs).
     pub(crate) fn sys_checkpoint(&mut self, t: crate::ids::ThreadId) -> Outcome {
+        if self.asked_to_persist(t) {
+            return Outcome::err(Error::Interrupted);
+        }
         self.checkpoint_requested = true;
         self.block(t, Block::Checkpoint);
         Outcome::Blocked

@@ -222,10 +222,16 @@ impl Kernel {
                 t.index(),
             )?;
         } else {
-            let any_ready = self
-                .thread_ids()
-                .any(|t| self.thread(t).state == ThreadState::Ready);
-            ensure(!any_ready, "the CPU idles only when no thread is ready", 0)?;
+            // In a persist phase only the threads that serve it count.
+            let any_ready = self.thread_ids().any(|t| {
+                self.thread(t).state == ThreadState::Ready
+                    && (!self.persist_active() || self.serves_persist(t))
+            });
+            ensure(
+                !any_ready,
+                "the CPU idles only when no thread that may run is ready",
+                0,
+            )?;
         }
         Ok(())
     }

@@ -68,13 +68,11 @@ impl Kernel {
     }
 
     /// The callbacks still owed a `PersistDone`: a callback that exited, lost its
-    /// watch or changed it to a non-callback one is no longer waited for, and one
-    /// that called `Checkpoint` has declared its persist done.
+    /// watch or changed it to a non-callback one is no longer waited for.
     fn still_waiting(&self) -> u64 {
         self.thread_ids()
             .filter(|&t| self.persist.waiting & bit(t) != 0)
             .filter(|&t| self.watch_flags(t).contains(WatchFlags::PERSIST_CALLBACK))
-            .filter(|&t| self.thread(t).state != ThreadState::Blocked(Block::Checkpoint))
             .fold(0, |set, t| set | bit(t))
     }
 
@@ -82,8 +80,10 @@ impl Kernel {
     /// has to persist first, and returns true (take the checkpoint once
     /// [`Kernel::take_persist_complete`] says so). Returns false when there is none
     /// (take it now) and when a phase is already in progress (its checkpoint will
-    /// come). A callback blocked in `Checkpoint` has declared its persist done and is
-    /// not asked. Callbacks blocked in `Recv` are woken with `Interrupted`.
+    /// come). Callbacks blocked in `Recv` or `Checkpoint` are woken with
+    /// `Interrupted`: a callback that asked for the checkpoint persists with the
+    /// world stopped like the others, so nothing changes between its persist and the
+    /// checkpoint.
     pub fn begin_persist(&mut self) -> bool {
         if self.persist.active {
             return false;
@@ -93,15 +93,15 @@ impl Kernel {
         for t in ids.into_iter().flatten() {
             let state = self.thread(t).state;
             if !self.watch_flags(t).contains(WatchFlags::PERSIST_CALLBACK)
-                || matches!(
-                    state,
-                    ThreadState::Exited | ThreadState::Blocked(Block::Checkpoint)
-                )
+                || state == ThreadState::Exited
             {
                 continue;
             }
             waiting |= bit(t);
-            if matches!(state, ThreadState::Blocked(Block::Recv { .. })) {
+            if matches!(
+                state,
+                ThreadState::Blocked(Block::Recv { .. } | Block::Checkpoint)
+            ) {
                 self.wake(t, Err(Error::Interrupted));
             }
         }
@@ -143,7 +143,8 @@ impl Kernel {
         self.schedule();
     }
 
-    /// Whether `Recv` by `t` must return `Interrupted`: it is asked to persist.
+    /// Whether `Recv` or `Checkpoint` by `t` must return `Interrupted`: it is asked
+    /// to persist.
     pub(crate) fn asked_to_persist(&self, t: ThreadId) -> bool {
         self.persist.active && self.persist.waiting & bit(t) != 0
     }

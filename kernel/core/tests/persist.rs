@@ -1,9 +1,10 @@
 //! Persist phases, as specifications: who is asked to persist and how (`Recv` returns
-//! `Interrupted`), that nobody but the callbacks and the services they use runs until
-//! every callback said `PersistDone`, that the phase then ends exactly once with the
-//! bounds the callbacks declared, that a callback in `Checkpoint` or gone is not waited
-//! for, that an abandoned phase lets everyone run again, that the flags are checked and
-//! checkpointed with the watch, and that a restore starts with no phase.
+//! `Interrupted`, from `Checkpoint` too), that nobody but the callbacks and the
+//! services they use runs until every callback said `PersistDone`, that the phase then
+//! ends exactly once with the bounds the callbacks declared, that a callback that
+//! ended is not waited for, that an abandoned phase lets everyone run again, that the
+//! flags are checked and checkpointed with the watch, and that a restore starts with
+//! no phase.
 
 mod common;
 
@@ -186,16 +187,43 @@ fn persist_done_without_a_request_is_refused_and_unknown_flags_are_bad_arguments
 }
 
 #[test]
-fn a_callback_in_checkpoint_has_persisted_and_one_that_ends_is_not_waited_for() {
+fn a_callback_that_asks_for_a_checkpoint_persists_with_the_world_stopped() {
     let mut s = with_callbacks();
     s.sys("svc", Sysno::Checkpoint, [0; 6]);
+    assert_eq!(s.state("svc"), TaskState::Blocked);
+    assert!(s.k.take_checkpoint_request());
     assert!(
-        !s.k.begin_persist(),
-        "svc persisted before it asked for the checkpoint"
+        s.k.begin_persist(),
+        "the checkpoint svc asked for starts a phase like any other"
+    );
+    assert_eq!(
+        s.regs("svc").status(),
+        Err(Error::Interrupted),
+        "its Checkpoint ends with Interrupted: persist now"
+    );
+    assert_eq!(runners(&mut s), ["drv", "svc"], "app is stopped");
+    assert_eq!(
+        s.sys("svc", Sysno::Checkpoint, [0; 6]).status(),
+        Err(Error::Interrupted),
+        "asked to persist, Checkpoint does not block"
+    );
+    assert_eq!(s.k.take_persist_complete(), None);
+    assert_eq!(
+        s.sys("svc", Sysno::PersistDone, [7, 0, 0, 0, 0, 0])
+            .status(),
+        Ok(())
+    );
+    assert_eq!(
+        s.k.take_persist_complete(),
+        Some(PersistEnd { declared_bound: 7 })
     );
     s.k.checkpoint_done(true);
-    assert_eq!(s.regs("svc").status(), Ok(()));
+    assert_eq!(runners(&mut s), ["app", "drv", "svc"]);
+}
 
+#[test]
+fn a_callback_that_ends_is_not_waited_for() {
+    let mut s = with_callbacks();
     assert!(s.k.begin_persist());
     s.sys("svc", Sysno::Exit, [0; 6]);
     assert_eq!(
@@ -203,22 +231,6 @@ fn a_callback_in_checkpoint_has_persisted_and_one_that_ends_is_not_waited_for() 
         Some(PersistEnd { declared_bound: 0 }),
         "an ended callback persists nothing more"
     );
-}
-
-#[test]
-fn a_callback_that_asks_for_the_checkpoint_during_the_phase_ends_its_part() {
-    let mut s = with_callbacks();
-    assert!(s.k.begin_persist());
-    s.sys("svc", Sysno::Checkpoint, [0; 6]);
-    assert_eq!(s.state("svc"), TaskState::Blocked);
-    assert_eq!(
-        s.k.take_persist_complete(),
-        Some(PersistEnd { declared_bound: 0 }),
-        "Checkpoint declares the persist done (with no bound)"
-    );
-    s.k.checkpoint_done(true);
-    assert_eq!(s.regs("svc").status(), Ok(()));
-    assert_eq!(runners(&mut s), ["app", "drv", "svc"]);
 }
 
 #[test]

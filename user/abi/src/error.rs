@@ -43,9 +43,9 @@ pub enum Error {
     /// `Checkpoint`: the kernel tried to write a checkpoint and failed (NVM error). The
     /// state since the last committed checkpoint is not durable yet.
     CheckpointFailed = 14,
-    /// `Recv` by a persist callback the kernel is asking to persist (see "Persist
-    /// callbacks" in the crate doc): nothing was received; persist, then call
-    /// `PersistDone`.
+    /// `Recv` or `Checkpoint` by a persist callback the kernel is asking to persist
+    /// (see "Persist callbacks" in the crate doc): nothing was received or waited
+    /// for; persist, then call `PersistDone`.
     Interrupted = 15,
 }
 

@@ -40,7 +40,7 @@
 //! | 18 | `ObjDelete` | a0 = slot | – | slot errors, `NoRights` (DELETE), `WrongKind` (CapGroup) |
 //! | 19 | `TaskInfo` | a0 = task slot or [`NO_SLOT`] for the caller | a1 = thread id, a2 = [`TaskState`], a3 = exit code | slot errors, `NoRights` (READ) |
 //! | 20 | `Now` | – | a1/a2 = ticks since boot, low/high | – |
-//! | 21 | `Checkpoint` | – | – (blocks until a checkpoint containing the caller has committed) | `CheckpointFailed` |
+//! | 21 | `Checkpoint` | – | – (blocks until a checkpoint containing the caller has committed) | `CheckpointFailed`, `Interrupted` (a persist callback: persist, then `PersistDone`) |
 //! | 22 | `CommitWatch` | a0 = pointer to the 16-byte watch block (see below), 0 = remove the watch; a1 = notification slot; a2 = bits to signal after each commit; a3 = bits to signal after a restore; a4 = [`WatchFlags`] bits | – | `BadPointer` (the 16 bytes must lie in one non-device region the caller may READ and WRITE), slot errors, `NoRights` (WRITE), `BadArgument` (unknown flag bits) |
 //! | 23 | `PersistDone` | a0 = the caller's static bound on its persist work in instructions (0 = none; the kernel reports it next to the measured cost on a power failure) | – (the checkpoint the kernel was waiting for has been taken when the caller runs again) | `WrongState` (no persist was asked of the caller) |
 //!
@@ -106,14 +106,16 @@
 //! checkpoint (periodic, requested, or on a power failure) the kernel stops the world
 //! except for callback threads and threads whose watch has
 //! [`WatchFlags::SERVES_PERSIST`] (the drivers the callbacks need), and asks each
-//! callback to persist: its `Recv` returns [`Error::Interrupted`] (at once if it was
-//! waiting, or at its next `Recv`). The callback writes its state out and calls
-//! `PersistDone`; when every callback has, the kernel takes the checkpoint before any
-//! other task runs again. A callback thread that calls `Checkpoint` declares its own
-//! persist done. Right after a restore the kernel runs such a phase too (the restore
-//! bits are signalled first): callbacks rebuild what the checkpoint does not hold (the
-//! heap service reloads its cache) before any other task runs again. A persist phase that does not end within the kernel's bound
-//! (documented in the kernel) is abandoned: no checkpoint is taken, waiters in
+//! callback to persist: its `Recv` (or `Checkpoint`) returns [`Error::Interrupted`]
+//! (at once if it was waiting, or at its next such call). The callback writes its
+//! state out and calls `PersistDone`; when every callback has, the kernel takes the
+//! checkpoint before any other task runs again. A callback that wants a checkpoint
+//! itself calls `Checkpoint`: the phase starts, the call returns `Interrupted`, and it
+//! persists with the world stopped like every other callback. Right after a restore
+//! the kernel runs such a phase too (the restore bits are signalled first): callbacks
+//! rebuild what the checkpoint does not hold (the heap service reloads its cache)
+//! before any other task runs again. A persist phase that does not end within the
+//! kernel's bound (500 ms) is abandoned: no checkpoint is taken, waiters in
 //! `Checkpoint` get `CheckpointFailed`, and the world runs on from the last commit.
 
 #![cfg_attr(not(test), no_std)]
