@@ -1,7 +1,10 @@
-//! The heap's RAM metadata: bitmaps carved from the front of the cache buffer.
+//! The heap's RAM metadata: bitmaps carved from the front of the cache buffer, or, for
+//! a split heap, from a separate metadata buffer that also holds the per-unit headers.
 //!
 //! The cache buffer is split once, at `new`/`open`, into eight bitmaps and the arena of
-//! 8-byte units that holds resident objects. This file only plans the split and reads
+//! 8-byte units that holds resident objects. A split heap (`new_split`/`open_split`)
+//! takes the bitmaps and a table of one 4-byte header (id, state) per arena unit from
+//! its metadata buffer, and its arena holds object bytes only. This file only plans the split and reads
 //! and writes bits through raw pointers; it never creates a reference into the buffer,
 //! because guards hold references into the arena at the same time.
 
@@ -149,6 +152,9 @@ pub(crate) struct Ram {
     pub unit_start: Bits,
     /// First byte of the arena, 8-byte aligned.
     pub arena: *mut u8,
+    /// Split heaps only (else null): per arena unit, two `u16` (id, state), used at
+    /// the start unit of each resident object. Lives in the metadata buffer.
+    pub headers: *mut u16,
     pub units: u32,
 }
 
@@ -239,10 +245,89 @@ impl RamPlan {
             unit_used,
             unit_start,
             arena,
+            headers: core::ptr::null_mut(),
             units: plan.units as u32,
         })
     }
+
+    /// Bytes of the eight bitmaps for `units` arena units, rounded up to 8.
+    const fn bitmap_bytes(units: usize, max_objects: u16, blocks: u32) -> usize {
+        let id_words = (max_objects as usize).div_ceil(32);
+        let block_words = (blocks as usize).div_ceil(32);
+        let unit_words = units.div_ceil(32);
+        ((ID_BITMAPS * id_words + 2 * block_words + 2 * unit_words) * 4).next_multiple_of(UNIT)
+    }
+
+    /// Bytes an 8-aligned metadata buffer of a split heap needs for an arena of
+    /// `units` units: the bitmaps, then 4 bytes (id, state) per unit.
+    pub const fn split_meta_bytes(units: usize, max_objects: u16, blocks: u32) -> usize {
+        Self::bitmap_bytes(units, max_objects, blocks) + SPLIT_HEADER_BYTES * units
+    }
+
+    /// Carves a split heap's metadata buffer `meta` for the arena at `arena` (8-aligned,
+    /// `units` units), zeroing bitmaps and headers; `None` if `meta` is too short.
+    ///
+    /// The caller must keep `meta` exclusively borrowed, and the arena's `units * 8`
+    /// bytes valid, for as long as it uses the returned pointers.
+    pub fn carve_split(
+        meta: &mut [u8],
+        arena: *mut u8,
+        units: usize,
+        max_objects: u16,
+        blocks: u32,
+    ) -> Option<Ram> {
+        if units == 0 || units > MAX_UNITS {
+            return None;
+        }
+        let base = meta.as_mut_ptr();
+        let lead = (base as usize).next_multiple_of(UNIT) - base as usize;
+        let bitmaps = Self::bitmap_bytes(units, max_objects, blocks);
+        let need = lead + Self::split_meta_bytes(units, max_objects, blocks);
+        if need > meta.len() {
+            return None;
+        }
+        // SAFETY: `lead + bitmaps + 4 * units <= meta.len()` (checked above), so every
+        // bitmap word and header lies inside `meta`; `lead` aligns the first to 8.
+        let (mut p, headers) = unsafe {
+            (
+                base.add(lead) as *mut u32,
+                base.add(lead + bitmaps) as *mut u16,
+            )
+        };
+        let mut take = |len: u32| {
+            let words = Bits::word_count(len);
+            let b = Bits { words: p, len };
+            // SAFETY: the bitmaps are consecutive inside `meta` (see above).
+            p = unsafe { p.add(words) };
+            b.clear_all();
+            b
+        };
+        let ids = u32::from(max_objects);
+        let (id_live, id_held, id_whalf, id_wdone) = (take(ids), take(ids), take(ids), take(ids));
+        let (block_used, block_pending) = (take(blocks), take(blocks));
+        let (unit_used, unit_start) = (take(units as u32), take(units as u32));
+        for i in 0..2 * units {
+            // SAFETY: `2 * units` u16 headers lie inside `meta` (see above), 2-aligned.
+            unsafe { headers.add(i).write(0) };
+        }
+        Some(Ram {
+            id_live,
+            id_held,
+            id_whalf,
+            id_wdone,
+            block_used,
+            block_pending,
+            unit_used,
+            unit_start,
+            arena,
+            headers,
+            units: units as u32,
+        })
+    }
 }
+
+/// Bytes of a split heap's header per arena unit (id and state, two `u16`).
+pub(crate) const SPLIT_HEADER_BYTES: usize = 4;
 
 #[cfg(test)]
 mod tests {

@@ -62,6 +62,26 @@ impl Config {
         self.ram_plan().map(|p| p.metadata_bytes()).unwrap_or(len)
     }
 
+    /// Bytes of the metadata buffer a split heap (`VnvHeap::new_split`) needs, 8-aligned,
+    /// for an arena of `arena_bytes` (its units: `arena_bytes / 8`, at most 65,534): the
+    /// eight bitmaps (as in [`ram_metadata_bytes`](Self::ram_metadata_bytes)) plus a
+    /// table of [`SPLIT_BYTES_PER_UNIT`] bytes (id and state) for every arena unit,
+    /// resident object or not. That table is the price of keeping every header out of
+    /// the arena (which a client may write): half the arena's size again, against the
+    /// 4 bytes per resident object of the shared layout. A split heap's
+    /// [`cache_bytes`](Self::cache_bytes) is the metadata buffer's length plus the
+    /// arena's, which never gives it more units than a shared cache of that length (so
+    /// [`wcec_bound`] holds for both).
+    pub const fn split_metadata_bytes(&self, arena_bytes: u32) -> u32 {
+        let units = arena_bytes as usize / crate::bits::UNIT;
+        let units = if units > crate::bits::MAX_UNITS {
+            crate::bits::MAX_UNITS
+        } else {
+            units
+        };
+        RamPlan::split_meta_bytes(units, self.max_objects, self.nvm_data_bytes / BLOCK_BYTES) as u32
+    }
+
     /// NVM data blocks (32 bytes each) of the data area.
     fn nvm_blocks(&self) -> u32 {
         self.nvm_data_bytes / BLOCK_BYTES
@@ -105,6 +125,10 @@ pub struct MetadataCost {
     /// NVM bytes per object id: the entry pair.
     pub nvm_bytes_per_id: u32,
 }
+
+/// RAM bytes per arena unit of a split heap's header table (see
+/// [`Config::split_metadata_bytes`]); they replace [`MetadataCost::resident_bytes`].
+pub const SPLIT_BYTES_PER_UNIT: u32 = crate::bits::SPLIT_HEADER_BYTES as u32;
 
 /// The metadata this implementation keeps.
 pub const METADATA: MetadataCost = MetadataCost {

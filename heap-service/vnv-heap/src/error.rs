@@ -61,6 +61,8 @@ pub enum HeapError {
     Borrowed { id: u16 },
     /// `persist` cannot copy an object while a [`RefMut`](crate::RefMut) on it lives.
     MutablyBorrowed { id: u16 },
+    /// `unpin` of an object that holds no raw pin of that kind.
+    NotPinned { id: u16 },
     /// An index past the end of an array.
     IndexOutOfRange { index: u32, len: u32 },
     /// The 32-bit epoch counter is exhausted (after about 4 billion persists).
@@ -120,6 +122,9 @@ impl fmt::Display for HeapError {
                 f,
                 "making {needed} more bytes dirty would exceed the dirty limit ({dirty} of {limit} bytes are dirty and pinned)"
             ),
+            HeapError::NotPinned { id } => {
+                write!(f, "object #{id} holds no raw pin of that kind")
+            }
             HeapError::WrongHeap => f.write_str("the handle belongs to another heap"),
             HeapError::NoSuchObject { id } => write!(f, "no live object has id {id}"),
             HeapError::TypeMismatch { id } => {

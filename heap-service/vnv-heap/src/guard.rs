@@ -19,6 +19,9 @@ pub(crate) mod state {
     pub const MUT: u16 = 2;
     /// The object's bytes start 8 bytes after its header (else 4): alignment 8.
     pub const OFF8: u16 = 4;
+    /// Split heaps only (where `OFF8` is never set): the `MUT` bit belongs to a raw
+    /// write pin (`VnvHeap::pin`), not to a `RefMut`, so persist may copy the object.
+    pub const RAW: u16 = 4;
     /// One count of the referenced counter (bits 3..5): how often the object was made
     /// dirty again while dirty, saturating at [`REF_MAX`], aged by the write-back scan
     /// (see `reserve_dirty` in `heap.rs`); cleared by a write-back.

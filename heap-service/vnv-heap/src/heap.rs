@@ -95,11 +95,6 @@ fn data_offset(align: usize) -> usize {
     }
 }
 
-/// Cache units an object of `len` bytes needs.
-fn units_for(len: u16, align: usize) -> u32 {
-    (data_offset(align) + usize::from(len)).div_ceil(UNIT) as u32
-}
-
 /// The bytes of a value.
 fn bytes_of<T: Persist>(v: &T) -> &[u8] {
     // SAFETY: `Persist` types have no padding, so all `size_of::<T>()` bytes of `*v` are
@@ -111,10 +106,34 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
     /// Formats a new, empty heap on `storage` (erasing any heap there) and caches its
     /// objects in `cache`, which must be [`Config::cache_bytes`] long. The RAM metadata
     /// is carved from the front of `cache`.
-    pub fn new(mut storage: S, cache: &'c mut [u8], config: Config) -> Result<Self> {
+    pub fn new(storage: S, cache: &'c mut [u8], config: Config) -> Result<Self> {
         let layout = Self::check_layout(&storage, &config)?;
         Self::check_cache(cache, &config)?;
         let ram = Self::carve(cache, &config, &layout)?;
+        Self::format_with(storage, config, layout, ram)
+    }
+
+    /// Like [`new`](Self::new), for a split heap: the RAM metadata (bitmaps and a
+    /// header per arena unit, see [`Config::split_metadata_bytes`]) lives in `meta`,
+    /// and `arena` (8-aligned) holds nothing but object bytes, at offsets
+    /// [`pin`](Self::pin) reports. `meta.len() + arena.len()` must be
+    /// [`Config::cache_bytes`].
+    ///
+    /// The arena is meant to be shared with a client that writes it at any time: the
+    /// heap never reads anything from it but the bytes it writes to NVM, never creates
+    /// a reference covering it, and keeps all it needs in `meta`.
+    pub fn new_split(
+        storage: S,
+        meta: &'c mut [u8],
+        arena: &'c mut [u8],
+        config: Config,
+    ) -> Result<Self> {
+        let layout = Self::check_layout(&storage, &config)?;
+        let ram = Self::carve_split(meta, arena, &config, &layout)?;
+        Self::format_with(storage, config, layout, ram)
+    }
+
+    fn format_with(mut storage: S, config: Config, layout: Layout, ram: Ram) -> Result<Self> {
         // Erase both commit records first, so an interrupted format reads as unformatted
         // or corrupt, never as an older heap; then the table, then the first record.
         let zero = [0u8; 256];
@@ -143,9 +162,27 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
     /// completed persist. Checks both commit records and every entry; erases what an
     /// interrupted epoch left behind. `cache` must be [`Config::cache_bytes`] long (it
     /// may differ from the length the heap was created with).
-    pub fn open(mut storage: S, cache: &'c mut [u8], config: Config) -> Result<Self> {
+    pub fn open(storage: S, cache: &'c mut [u8], config: Config) -> Result<Self> {
         let layout = Self::check_layout(&storage, &config)?;
         Self::check_cache(cache, &config)?;
+        let ram = Self::carve(cache, &config, &layout)?;
+        Self::open_with(storage, config, layout, ram)
+    }
+
+    /// Like [`open`](Self::open), for a split heap (see [`new_split`](Self::new_split)):
+    /// nothing is resident afterwards.
+    pub fn open_split(
+        storage: S,
+        meta: &'c mut [u8],
+        arena: &'c mut [u8],
+        config: Config,
+    ) -> Result<Self> {
+        let layout = Self::check_layout(&storage, &config)?;
+        let ram = Self::carve_split(meta, arena, &config, &layout)?;
+        Self::open_with(storage, config, layout, ram)
+    }
+
+    fn open_with(mut storage: S, config: Config, layout: Layout, ram: Ram) -> Result<Self> {
         let mut best: Option<(u8, Header)> = None;
         let mut blank = true;
         for copy in 0..2u8 {
@@ -195,7 +232,6 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
             return Err(HeapError::EpochsExhausted);
         }
         let g = header.epoch;
-        let ram = Self::carve(cache, &config, &layout)?;
         for id in 0..layout.max_objects {
             let mut b = [0u8; ENTRY_BYTES as usize];
             storage.read(layout.pair_at(id), &mut b)?;
@@ -273,6 +309,39 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
                 + 2 * UNIT
                 + UNIT;
             HeapError::CacheTooSmall { needed, size }
+        })
+    }
+
+    fn carve_split(
+        meta: &'c mut [u8],
+        arena: &'c mut [u8],
+        config: &Config,
+        layout: &Layout,
+    ) -> Result<Ram> {
+        if !(arena.as_ptr() as usize).is_multiple_of(UNIT) {
+            return Err(HeapError::BadConfig {
+                reason: "a split heap's arena must be 8-byte aligned",
+            });
+        }
+        let total = meta.len().checked_add(arena.len());
+        if total.is_none_or(|t| u32::try_from(t) != Ok(config.cache_bytes)) {
+            return Err(HeapError::CacheSizeMismatch {
+                configured: config.cache_bytes,
+                given: total.unwrap_or(usize::MAX),
+            });
+        }
+        let units = (arena.len() / UNIT).min(crate::bits::MAX_UNITS);
+        let size = meta.len();
+        RamPlan::carve_split(
+            meta,
+            arena.as_mut_ptr(),
+            units,
+            config.max_objects,
+            layout.blocks,
+        )
+        .ok_or(HeapError::CacheTooSmall {
+            needed: RamPlan::split_meta_bytes(units.max(1), config.max_objects, layout.blocks),
+            size,
         })
     }
 
@@ -601,6 +670,110 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         self.lock()?.persist()
     }
 
+    /// Raw pin for a heap service (split heaps only): makes object `id` resident and
+    /// pinned, as [`get_ref`](Self::get_ref) (`write` false) or
+    /// [`get_mut`](Self::get_mut) (`write` true: marked dirty, within the dirty limit)
+    /// would, and returns the offset of its `len` bytes in the arena (8-aligned). `len`
+    /// must be the object's size (checked: [`HeapError::TypeMismatch`]). Pins follow
+    /// the guards' rules: any number of read pins, or one write pin
+    /// ([`HeapError::Borrowed`]). `hint` is a cache hint as a handle keeps one (any
+    /// value is safe).
+    ///
+    /// An id that has a [`Handle`] is refused ([`HeapError::AlreadyHeld`]): raw pins and
+    /// guards never count on the same object, so an [`unpin`](Self::unpin) can never
+    /// release a guard's pin. Unlike a `RefMut`, a write pin does not stop
+    /// [`persist`](Self::persist): persist writes the object's current bytes (its writer
+    /// must be stopped meanwhile) and leaves it dirty and pinned.
+    pub fn pin(&self, id: ObjectId, len: u16, write: bool, hint: &Cell<u16>) -> Result<usize> {
+        let mut inner = self.lock()?;
+        inner.raw_check(id.0)?;
+        if let Some(u) = inner.find_resident(id.0, hint.get()) {
+            if inner.extent_end(u) - u != inner.units_for(len, 8) {
+                return Err(HeapError::TypeMismatch { id: id.0 });
+            }
+        }
+        let mode = if write { Mode::Write } else { Mode::Read };
+        let (data, _) = inner.pin(id.0, len, 8, hint, mode)?;
+        let u = u32::from(hint.get());
+        if write {
+            let s = inner.state(u);
+            inner.set_state(u, s | state::RAW);
+        }
+        Ok(data.as_ptr() as usize - inner.ram.arena as usize)
+    }
+
+    /// Releases a raw pin made by [`pin`](Self::pin) with the same `write`; refuses
+    /// ([`HeapError::NotPinned`]) if the object holds no such pin.
+    pub fn unpin(&self, id: ObjectId, write: bool, hint: &Cell<u16>) -> Result<()> {
+        let inner = self.lock()?;
+        inner.raw_check(id.0)?;
+        let u = inner
+            .find_resident(id.0, hint.get())
+            .ok_or(HeapError::NotPinned { id: id.0 })?;
+        hint.set(u as u16);
+        let s = inner.state(u);
+        if write {
+            if s & (state::MUT | state::RAW) != state::MUT | state::RAW {
+                return Err(HeapError::NotPinned { id: id.0 });
+            }
+            inner.set_state(u, s & !(state::MUT | state::RAW));
+        } else {
+            if state::readers(s) == 0 {
+                return Err(HeapError::NotPinned { id: id.0 });
+            }
+            inner.set_state(u, s - state::READER);
+        }
+        Ok(())
+    }
+
+    /// After a restore of the RAM metadata (split heaps only): reads every resident
+    /// object's bytes from its current copy on storage back into its place in the arena,
+    /// whose contents were lost. Offsets do not change, so raw pins held across the
+    /// checkpoint stay valid and see the bytes they had at the persist before it (dirty
+    /// objects, write-pinned ones included, were written by that persist). Reads only
+    /// from storage; never reads the arena.
+    pub fn reload(&self) -> Result<()> {
+        let mut inner = self.lock()?;
+        if !inner.split() {
+            return Err(HeapError::BadConfig {
+                reason: "reload needs a split heap",
+            });
+        }
+        for u in 0..inner.ram.units {
+            inner.step(1);
+            if !inner.ram.unit_start.get(u) {
+                continue;
+            }
+            let id = inner.header_id(u);
+            if id >= inner.layout.max_objects || !inner.ram.id_live.get(id.into()) {
+                return Err(HeapError::CorruptMetadata {
+                    at: inner.layout.pair_at(id.min(inner.layout.max_objects - 1)),
+                    what: "a resident object has no live entry",
+                });
+            }
+            let h = inner.read_desc(id)?;
+            if inner.extent_end(u) - u != inner.units_for(h.len, 8) {
+                return Err(HeapError::CorruptMetadata {
+                    at: inner.layout.half_at(id, inner.current_half(id)),
+                    what: "entry length does not match the resident object",
+                });
+            }
+            let at = inner.layout.slot_at(h.block, h.len, h.slot());
+            // SAFETY: the object's units (checked above to hold `h.len` bytes) lie in the
+            // arena; the heap holds no reference into it, and its only other user (the
+            // client) is stopped until the service finishes its restore.
+            let buf = unsafe { slice::from_raw_parts_mut(inner.data_ptr(u), h.len.into()) };
+            inner.nvm_read(at, buf)?;
+        }
+        Ok(())
+    }
+
+    /// The first byte of the arena (the cache after the metadata): the base of the
+    /// offsets [`pin`](Self::pin) returns. Accesses through it must follow the pins.
+    pub fn arena_ptr(&self) -> *mut u8 {
+        self.inner.borrow().ram.arena
+    }
+
     /// Bytes currently counted as dirty (size + overhead per dirty object).
     pub fn dirty_bytes(&self) -> u32 {
         self.inner.borrow().dirty_bytes
@@ -653,6 +826,13 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         (0..u32::from(inner.layout.max_objects))
             .filter(|&i| inner.ram.id_live.get(i))
             .count()
+    }
+
+    /// Runs `f` on a shared reference to the storage, for what a storage can tell
+    /// without an access (its size, counters it keeps). `Nvm` reads and writes need
+    /// `&mut`, so nothing reaches the device this way and the heap's state is untouched.
+    pub fn with_storage<R>(&self, f: impl FnOnce(&S) -> R) -> R {
+        f(&self.inner.borrow().storage)
     }
 
     /// Gives the storage back (every handle is gone, since they borrow the heap).
@@ -781,7 +961,7 @@ impl<S: Nvm> Inner<S> {
     }
 
     fn check_fits(&self, len: u16, align: usize) -> Result<()> {
-        if units_for(len, align) > self.ram.units {
+        if self.units_for(len, align) > self.ram.units {
             return Err(HeapError::ObjectTooLarge {
                 size: len.into(),
                 limit: self.ram.units as usize * UNIT - data_offset(align),
@@ -875,7 +1055,12 @@ impl<S: Nvm> Inner<S> {
         }
         let cur = self.read_desc(id)?;
         let w = self.working();
-        if let Some(u) = self.find_resident(id, u16::MAX) {
+        let resident = self.find_resident(id, u16::MAX);
+        if resident.is_some_and(|u| state::pinned(self.state(u))) {
+            // Only raw pins can be left on an object whose handle is freed.
+            return Err(HeapError::Borrowed { id });
+        }
+        if let Some(u) = resident {
             if self.state(u) & state::DIRTY != 0 {
                 self.dirty_bytes = self
                     .dirty_bytes
@@ -903,15 +1088,36 @@ impl<S: Nvm> Inner<S> {
         unsafe { self.ram.arena.add(u as usize * UNIT) }
     }
 
+    /// Whether the headers live in the metadata buffer (a split heap).
+    fn split(&self) -> bool {
+        !self.ram.headers.is_null()
+    }
+
+    /// Cache units an object of `len` bytes needs (with its header unless split).
+    fn units_for(&self, len: u16, align: usize) -> u32 {
+        let header = if self.split() { 0 } else { data_offset(align) };
+        (header + usize::from(len)).div_ceil(UNIT) as u32
+    }
+
+    /// Where the id of the object starting at unit `u` is kept.
+    fn id_ptr(&self, u: u32) -> *mut u16 {
+        if self.split() {
+            // SAFETY: callers pass `u < units`; the header table has two u16 per unit.
+            return unsafe { self.ram.headers.add(2 * u as usize) };
+        }
+        self.unit_ptr(u).cast::<u16>()
+    }
+
     fn header_id(&self, u: u32) -> u16 {
-        // SAFETY: a resident object's header is at its (8-aligned) start unit; accessed
-        // only through raw pointers.
-        unsafe { self.unit_ptr(u).cast::<u16>().read() }
+        // SAFETY: a resident object's header is at its (8-aligned) start unit, or in the
+        // split heap's table; accessed only through raw pointers.
+        unsafe { self.id_ptr(u).read() }
     }
 
     fn state_ptr(&self, u: u32) -> *mut u16 {
-        // SAFETY: the state word is bytes 2..4 of the header, inside the unit.
-        unsafe { self.unit_ptr(u).add(2).cast::<u16>() }
+        // SAFETY: the state word follows the id (bytes 2..4 of the header), inside the
+        // unit or the table entry.
+        unsafe { self.id_ptr(u).add(1) }
     }
 
     fn state(&self, u: u32) -> u16 {
@@ -925,6 +1131,9 @@ impl<S: Nvm> Inner<S> {
     }
 
     fn data_ptr(&self, u: u32) -> *mut u8 {
+        if self.split() {
+            return self.unit_ptr(u);
+        }
         let off = if self.state(u) & state::OFF8 != 0 {
             8
         } else {
@@ -944,6 +1153,24 @@ impl<S: Nvm> Inner<S> {
         e
     }
 
+    /// Whether the object at `u` is write-pinned by a raw pin (split heaps only).
+    fn raw_mut(&self, u: u32) -> bool {
+        self.split() && self.state(u) & (state::MUT | state::RAW) == state::MUT | state::RAW
+    }
+
+    /// Raw pins need a split heap and an id without a handle.
+    fn raw_check(&self, id: u16) -> Result<()> {
+        if !self.split() {
+            return Err(HeapError::BadConfig {
+                reason: "raw pins need a split heap",
+            });
+        }
+        if self.ram.id_held.get(id.into()) {
+            return Err(HeapError::AlreadyHeld { id });
+        }
+        Ok(())
+    }
+
     fn find_resident(&self, id: u16, hint: u16) -> Option<u32> {
         let h = u32::from(hint);
         if h < self.ram.units && self.ram.unit_start.get(h) && self.header_id(h) == id {
@@ -957,11 +1184,14 @@ impl<S: Nvm> Inner<S> {
 
     /// Writes the header of a new resident object at `u` and claims its units.
     fn place(&mut self, u: u32, id: u16, len: u16, align: usize) {
-        // SAFETY: `u` starts a free run of `units_for(len, align)` units (the caller got it
+        // SAFETY: `u` starts a free run of `self.units_for(len, align)` units (the caller got it
         // from `make_room` or `find_clear_run`), so the header lies in unreferenced memory.
-        unsafe { self.unit_ptr(u).cast::<u16>().write(id) };
-        self.set_state(u, if align > 4 { state::OFF8 } else { 0 });
-        self.ram.unit_used.set_range(u, units_for(len, align), true);
+        unsafe { self.id_ptr(u).write(id) };
+        let off8 = align > 4 && !self.split();
+        self.set_state(u, if off8 { state::OFF8 } else { 0 });
+        self.ram
+            .unit_used
+            .set_range(u, self.units_for(len, align), true);
         self.ram.unit_start.set(u, true);
     }
 
@@ -974,7 +1204,10 @@ impl<S: Nvm> Inner<S> {
     /// Caches a freshly allocated object if a free gap exists (never evicts); returns its
     /// unit or `u16::MAX`.
     fn cache_fresh(&mut self, id: u16, len: u16, align: usize, bytes: &[u8]) -> u16 {
-        let (found, steps) = self.ram.unit_used.find_clear_run(units_for(len, align));
+        let (found, steps) = self
+            .ram
+            .unit_used
+            .find_clear_run(self.units_for(len, align));
         self.step(steps);
         let Some(u) = found else {
             return u16::MAX;
@@ -1049,11 +1282,12 @@ impl<S: Nvm> Inner<S> {
         if h.len != len {
             return Err(HeapError::TypeMismatch { id });
         }
-        let u = self.make_room(units_for(len, align))?;
+        let u = self.make_room(self.units_for(len, align))?;
         let at = self.layout.slot_at(h.block, h.len, h.slot());
         // SAFETY: `make_room` returned free units, unreferenced by any guard, large enough
-        // for the header and `len` bytes.
-        let dst = unsafe { self.unit_ptr(u).add(data_offset(align)) };
+        // for the header (unless split) and `len` bytes.
+        let header = if self.split() { 0 } else { data_offset(align) };
+        let dst = unsafe { self.unit_ptr(u).add(header) };
         // SAFETY: `dst..dst + len` lies in those units; the arena bytes are initialized.
         let buf = unsafe { slice::from_raw_parts_mut(dst, len.into()) };
         self.nvm_read(at, buf)?;
@@ -1068,7 +1302,7 @@ impl<S: Nvm> Inner<S> {
         if id >= self.layout.max_objects || !self.ram.id_live.get(id.into()) {
             return Err(HeapError::NoSuchObject { id });
         }
-        let u = self.make_room(units_for(len, align))?;
+        let u = self.make_room(self.units_for(len, align))?;
         self.place(u, id, len, align);
         Ok(u)
     }
@@ -1079,7 +1313,7 @@ impl<S: Nvm> Inner<S> {
     /// Storage: 1 read of the 8-byte description of the current half (the RAM bits say
     /// which half), 1 write of the bytes and, the first time in an epoch, 1 write of the
     /// working half.
-    fn write_back(&mut self, u: u32) -> Result<()> {
+    fn write_back(&mut self, u: u32) -> Result<u32> {
         let id = self.header_id(u);
         if id >= self.layout.max_objects || !self.ram.id_live.get(id.into()) {
             return Err(HeapError::CorruptMetadata {
@@ -1108,8 +1342,9 @@ impl<S: Nvm> Inner<S> {
         let slot = if done { cur.slot() } else { 1 - cur.slot() };
         let at = self.layout.slot_at(cur.block, cur.len, slot);
         // SAFETY: the object at `u` is resident with `cur.len` initialized bytes (checked
-        // to lie in the arena) and is not mutably pinned (callers skip MUT objects), so
-        // shared access is sound.
+        // to lie in the arena) and is not mutably pinned by a guard (callers skip MUT
+        // objects but raw write pins, whose writer is a client in another address space,
+        // stopped while the service persists), so no reference to it exists here.
         let data = unsafe { slice::from_raw_parts(self.data_ptr(u), cur.len.into()) };
         self.nvm_write(at, data)?;
         self.epoch_written = true;
@@ -1123,10 +1358,9 @@ impl<S: Nvm> Inner<S> {
         }
         let s = self.state(u);
         self.set_state(u, s & !(state::DIRTY | state::REF_MASK));
-        self.dirty_bytes = self
-            .dirty_bytes
-            .saturating_sub(u32::from(cur.len) + Config::DIRTY_OVERHEAD);
-        Ok(())
+        let cost = u32::from(cur.len) + Config::DIRTY_OVERHEAD;
+        self.dirty_bytes = self.dirty_bytes.saturating_sub(cost);
+        Ok(cost)
     }
 
     /// Makes room for `cost` more dirty bytes by writing back dirty objects that are not
@@ -1158,7 +1392,7 @@ impl<S: Nvm> Inner<S> {
             if l != except && l < self.ram.units && self.ram.unit_start.get(l) {
                 let s = self.state(l);
                 if s & (state::DIRTY | state::MUT | state::REF_MASK) == state::DIRTY {
-                    self.write_back(l)?;
+                    let _ = self.write_back(l)?;
                     if fits(self.dirty_bytes) {
                         return Ok(());
                     }
@@ -1181,7 +1415,7 @@ impl<S: Nvm> Inner<S> {
                         }
                         continue;
                     }
-                    self.write_back(u)?;
+                    let _ = self.write_back(u)?;
                     if fits(self.dirty_bytes) {
                         return Ok(());
                     }
@@ -1262,7 +1496,7 @@ impl<S: Nvm> Inner<S> {
         }
         self.step(self.ram.units);
         for u in 0..self.ram.units {
-            if self.ram.unit_start.get(u) && self.state(u) & state::MUT != 0 {
+            if self.ram.unit_start.get(u) && self.state(u) & state::MUT != 0 && !self.raw_mut(u) {
                 return Err(HeapError::MutablyBorrowed {
                     id: self.header_id(u),
                 });
@@ -1271,7 +1505,14 @@ impl<S: Nvm> Inner<S> {
         self.step(self.ram.units);
         for u in 0..self.ram.units {
             if self.ram.unit_start.get(u) && self.state(u) & state::DIRTY != 0 {
-                self.write_back(u)?;
+                let cost = self.write_back(u)?;
+                if self.raw_mut(u) {
+                    // Its writer may change it again after the persist: it stays dirty
+                    // (and counted), and the next persist writes it again.
+                    let s = self.state(u);
+                    self.set_state(u, s | state::DIRTY);
+                    self.dirty_bytes += cost;
+                }
             }
         }
         if !self.epoch_written {

@@ -14,6 +14,16 @@
 //! bound), `heap.rs` (the heap), `handle.rs` (handles and ids), `guard.rs` (guards),
 //! `bits.rs` (RAM bitmaps), `error.rs`. Dependencies point down to `amber-nvm` only.
 //!
+//! # Split heaps, for a heap service
+//!
+//! [`VnvHeap::new_split`] and [`VnvHeap::open_split`] take the RAM metadata (bitmaps and
+//! a 4-byte id/state header per 8-byte arena unit, [`Config::split_metadata_bytes`]) in
+//! a buffer of its own, and an arena that holds object bytes only, so that the arena
+//! can be memory shared with a client that writes it. A service pins objects by id
+//! ([`VnvHeap::pin`], [`VnvHeap::unpin`]) and hands out their offsets in the arena;
+//! persist writes write-pinned objects too; after the metadata was restored and the
+//! arena lost, [`VnvHeap::reload`] reads every resident object back in place.
+//!
 //! # Getting objects back after a reopen
 //!
 //! Every object has an [`ObjectId`] that is stable across persist and [`VnvHeap::open`].
@@ -35,6 +45,7 @@ mod heap;
 
 pub use config::{
     wcec_bound, Config, CostModel, MetadataCost, WcecBound, CYCLES_PER_SCAN_STEP, METADATA,
+    SPLIT_BYTES_PER_UNIT,
 };
 pub use error::HeapError;
 pub use guard::{Ref, RefMut};

@@ -667,3 +667,23 @@ fn objects_written_again_and_again_stay_dirty_while_one_off_writes_are_written_b
     assert_eq!(c.writes, 2 * 19, "hot objects must stay dirty: {c:?}");
     assert!(heap.dirty_bytes() <= 4 * 48);
 }
+
+#[test]
+fn with_storage_shows_the_storage_as_the_heap_left_it_and_changes_nothing() {
+    let config = small_config(256, 512);
+    let mut cache = [0u8; 512];
+    let heap = VnvHeap::new(Counting::new(device(&config)), &mut cache, config).unwrap();
+    let mut a = heap.alloc(1u32).unwrap();
+    let before = heap.with_storage(|s| s.counts.get());
+    heap.set(&mut a, 2).unwrap();
+    heap.persist().unwrap();
+    let d = heap.with_storage(|s| s.counts.get()).since(before);
+    assert!(d.bytes_written > 0, "the persist's writes are seen");
+    let g = heap.get_ref(&a).unwrap();
+    assert_eq!(
+        heap.with_storage(|s| s.counts.get()).since(before),
+        d,
+        "looking at the storage, even with a guard alive, accesses nothing"
+    );
+    assert_eq!(*g, 2);
+}
