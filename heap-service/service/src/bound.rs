@@ -164,8 +164,8 @@ pub fn persist_work(config: &Config) -> Work {
 ///   allocation, the fill in stores of 64 bytes and one entry half per chunk (a free
 ///   writes only entry halves, fewer). Both are counted, though one request does one.
 /// - reads: finding the object (`c + 1` descriptions), then per chunk touched (at
-///   most 2) a description and a load of up to 256 bytes, and one description per
-///   object written back.
+///   most 2) a description and a load of up to `max(256, max_object)` bytes (a pin
+///   loads a whole one-chunk object), and one description per object written back.
 /// - scan steps: per chunk touched, a search of the cache (`U` units), making room (at
 ///   most `6U`: two passes, each visiting a unit at most twice, plus evictions) and
 ///   the write-back scan (`5U`); plus the id and block searches of an allocation.
@@ -180,7 +180,10 @@ pub fn request_work(config: &Config, max_object: u32) -> Work {
     let fill_accesses = size.div_ceil(FILL_STORE) + c;
     let fill_bytes = size + c * HALF_BYTES;
     let reads = (c + 1) + 2 * 2 + (d + 2);
-    let bytes_read = DESC_BYTES * (c + 1) + 2 * (DESC_BYTES + chunk) + DESC_BYTES * (d + 2);
+    // A pin loads the whole object (one chunk of up to `max_object` bytes): counted as
+    // two loads of the larger of a chunk and the object, more than one pin needs.
+    let load = chunk.max(size);
+    let bytes_read = DESC_BYTES * (c + 1) + 2 * (DESC_BYTES + load) + DESC_BYTES * (d + 2);
     let u = cache_units(config);
     let steps = 2 * (u + 6 * u + DIRTY_SCAN_LAPS * u)
         + u64::from(config.max_objects)
@@ -239,6 +242,36 @@ pub fn ring_reserve(config: &Config, max_object: u32) -> u32 {
         + persist_work(config).ring_bytes()
         + u64::from(ring_bytes(MAX_CHUNK as u32));
     u32::try_from(r).unwrap_or(u32::MAX)
+}
+
+/// The largest dirty limit for which the service's [`ring_reserve`] (one request and
+/// one persist) fits a driver ring of `ring_capacity` bytes, the rest of `config` as
+/// given; `None` if not even a limit of 0 does. A larger limit could make a persist
+/// meet a full ring, so it is the most a heap with this configuration may be given
+/// (the heap service refuses to start above it).
+pub fn max_dirty_for_ring(config: &Config, max_object: u32, ring_capacity: u32) -> Option<u32> {
+    let fits = |limit: u32| {
+        let c = Config {
+            max_dirty_bytes: limit,
+            ..*config
+        };
+        ring_reserve(&c, max_object) <= ring_capacity
+    };
+    if !fits(0) {
+        return None;
+    }
+    // The reserve grows with the limit and is above it (a persist writes the limit's
+    // bytes), so the answer lies in [0, ring_capacity].
+    let (mut lo, mut hi) = (0, ring_capacity);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Some(lo)
 }
 
 #[cfg(test)]
@@ -337,5 +370,23 @@ mod tests {
             persist_bound(&c, pending, &m).instructions > persist_bound(&c, 0, &m).instructions,
             "a fuller ring makes every read dearer"
         );
+    }
+
+    #[test]
+    fn the_largest_dirty_limit_for_the_ring_is_the_last_whose_reserve_fits() {
+        let c = config();
+        let ring = amber_vring::layout::capacity_for(64 * 1024);
+        let max = max_dirty_for_ring(&c, 1024, ring).unwrap();
+        let with = |limit| Config {
+            max_dirty_bytes: limit,
+            ..c
+        };
+        assert!(ring_reserve(&with(max), 1024) <= ring);
+        assert!(ring_reserve(&with(max + 1), 1024) > ring);
+        // `user/apps/heapbench-nolimit.toml` builds the heap service with this limit
+        // (the whole 8 KiB cache would need a reserve above the 64 KiB ring).
+        assert_eq!(max, 7326);
+        assert!(ring_reserve(&with(c.cache_bytes), 1024) > ring);
+        assert_eq!(max_dirty_for_ring(&c, 1024, 1000), None);
     }
 }

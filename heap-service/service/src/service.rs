@@ -1,20 +1,37 @@
-//! The service: requests of the `amber-heap-api` protocol carried out on a vNV-Heap.
+//! The service: requests of the `amber-heap-api` protocol carried out on one client's
+//! vNV-Heap.
 //!
-//! Every client object is a `u8` array of the vNV-Heap in chunks of 256 bytes (the
-//! protocol's piece), so the service is untyped and a piece the client library sends
-//! touches one chunk. Between requests the service holds no handle: each request turns
-//! the id into an array handle and gives it back with `into_id` before replying, so
-//! nothing is pinned or borrowed when the kernel asks for a persist, and a reopen after
-//! a restore needs nothing but the heap on storage and this struct's owner table (both
-//! from the same checkpoint). It must never free or touch an object of another client
-//! (badges), never panic on a request, and never drop an array handle (that frees).
+//! The task runs one `Service` per client (one heap per client badge, each with its own
+//! FRAM area and its own cache), so a client can only ever reach, or damage, its own
+//! heap. Each heap is split (`VnvHeap::new_split`): its metadata lives in the service's
+//! own (checkpointed) memory, and its arena, which holds object bytes only, is the
+//! memory object shared with the client. Every client object is a one-chunk `u8` array
+//! of the vNV-Heap; `OP_PIN` pins it (loading it into the arena if needed) and replies
+//! its offset there, so the client's guards point straight into the shared arena, and
+//! `OP_UNPIN` releases the pin. Between requests the service holds no handle (each
+//! request that needs one turns the id into an array handle and gives it back with
+//! `into_id`); the only state held across requests is the heap's own (pins included)
+//! and this struct's table of sizes and cache hints, both in checkpointed memory. It
+//! also counts what its persists write, so that `OP_STATS` can split the storage's
+//! counters into persists and everything else. It must never panic on a request, never
+//! trust a word of the arena (the client writes it), and never drop an array handle
+//! (that frees).
 
-use amber_heap_api::{Status, CHUNK, OP_ALLOC, OP_FREE, OP_READ, OP_SIZE, OP_WRITE};
+use crate::{Counted, StorageStats};
+use amber_heap_api::{
+    ServiceStats, Status, CHUNK, OP_ALLOC, OP_FREE, OP_PIN, OP_SIZE, OP_STATS, OP_UNPIN,
+};
 use amber_nvm::Nvm;
+use core::cell::Cell;
 use vnv_heap::{ArrayHandle, Config, HeapError, ObjectId, VnvHeap};
 
 /// Most object ids a service's heap may have (the owner table's length).
 pub const MAX_IDS: usize = 128;
+
+const _: () = assert!(
+    ServiceStats::BYTES <= CHUNK,
+    "the counters must fit one reply"
+);
 
 /// Why a request was refused: a protocol status, or a heap error to turn into one.
 enum Refused {
@@ -34,56 +51,102 @@ impl From<Status> for Refused {
     }
 }
 
-/// The heap service's state: the heap (in checkpointed memory, its cache outside it)
-/// and who owns each object.
+/// One client's heap service: the heap (metadata in checkpointed memory, arena shared
+/// with the client) and the size and cache hint of each object.
 pub struct Service<'c, S: Nvm> {
-    /// `None` only after a reopen failed: every request then gets `Failed`.
+    /// `None` only after a reload failed: every request then gets `Failed`.
     heap: Option<VnvHeap<'c, S>>,
     config: Config,
     max_object: u32,
-    /// The badge each live object was allocated with, by id.
-    owners: [u32; MAX_IDS],
+    /// The size of each live object, by id (0: none).
+    sizes: [u16; MAX_IDS],
+    /// The cache unit where each object was last seen (a hint the heap checks).
+    hints: [Cell<u16>; MAX_IDS],
     /// The last heap error that made a request fail with `Failed`, for the console.
     failure: Option<HeapError>,
+    /// Persists made, and the bytes and driver writes they took.
+    persists: u64,
+    persist_bytes: u64,
+    persist_writes: u64,
 }
 
-impl<'c, S: Nvm> Service<'c, S> {
-    /// Formats a new heap on `storage` (erasing whatever heap was there), caching in
-    /// `cache`, with objects of at most `max_object` bytes.
+impl<'c, S: Nvm + Counted> Service<'c, S> {
+    /// Formats a new split heap on `storage` (erasing whatever heap was there), its
+    /// metadata in `meta` and its arena (shared with the client) `arena`, with objects
+    /// of at most `max_object` bytes (at most 65,535).
     pub fn format(
         storage: S,
-        cache: &'c mut [u8],
+        meta: &'c mut [u8],
+        arena: &'c mut [u8],
         config: Config,
         max_object: u32,
     ) -> Result<Self, HeapError> {
         if usize::from(config.max_objects) > MAX_IDS {
             return Err(HeapError::BadConfig {
-                reason: "more object ids than the service's owner table holds",
+                reason: "more object ids than the service's tables hold",
+            });
+        }
+        if max_object > u32::from(u16::MAX) {
+            return Err(HeapError::BadConfig {
+                reason: "objects of more than 65,535 bytes",
             });
         }
         Ok(Service {
-            heap: Some(VnvHeap::new(storage, cache, config)?),
+            heap: Some(VnvHeap::new_split(storage, meta, arena, config)?),
             config,
             max_object,
-            owners: [0; MAX_IDS],
+            sizes: [0; MAX_IDS],
+            hints: core::array::from_fn(|_| Cell::new(u16::MAX)),
             failure: None,
+            persists: 0,
+            persist_bytes: 0,
+            persist_writes: 0,
         })
     }
 
-    /// Drops the heap and opens it again from storage, with a cache from `cache`
-    /// (called once the old heap, which borrowed the cache, is gone). After a restore
-    /// this gives the heap as the restored checkpoint's persist left it; the owner
-    /// table comes from the same checkpoint.
-    pub fn reopen(&mut self, cache: impl FnOnce() -> &'c mut [u8]) -> Result<(), HeapError> {
-        let old = self.heap.take().ok_or(HeapError::Poisoned)?;
-        let storage = old.into_storage();
-        self.heap = Some(VnvHeap::open(storage, cache(), self.config)?);
-        Ok(())
+    /// After a restore: the heap's metadata and this struct came back from the
+    /// checkpoint, the arena's contents did not; reads every resident object back into
+    /// its place (`VnvHeap::reload`), so the client's pins stay valid. A failure leaves
+    /// the service answering `Failed`.
+    pub fn reload(&mut self) -> Result<(), HeapError> {
+        let heap = self.heap.as_ref().ok_or(HeapError::Poisoned)?;
+        let r = heap.reload();
+        if r.is_err() {
+            self.heap = None;
+        }
+        r
     }
 
-    /// Persists the heap (see `VnvHeap::persist`).
+    /// Persists the heap (see `VnvHeap::persist`), counting what it writes (a failed
+    /// persist too: its writes reached the storage).
     pub fn persist(&mut self) -> Result<(), HeapError> {
-        self.heap.as_ref().ok_or(HeapError::Poisoned)?.persist()
+        let heap = self.heap.as_ref().ok_or(HeapError::Poisoned)?;
+        let before = heap.with_storage(Counted::counted);
+        let r = heap.persist();
+        let d = heap.with_storage(Counted::counted).since(&before);
+        self.persists += 1;
+        self.persist_bytes += d.bytes_written;
+        self.persist_writes += d.writes;
+        r
+    }
+
+    /// The counters `OP_STATS` replies: the storage's (zero after a failed reopen, when
+    /// there is no heap to ask) and the persists'.
+    pub fn stats(&self) -> ServiceStats {
+        let st = self
+            .heap
+            .as_ref()
+            .map_or_else(StorageStats::default, |h| h.with_storage(Counted::counted));
+        ServiceStats {
+            dirty_limit: self.config.max_dirty_bytes.into(),
+            persists: self.persists,
+            persist_bytes: self.persist_bytes,
+            persist_writes: self.persist_writes,
+            bytes_written: st.bytes_written,
+            writes: st.writes,
+            bytes_read: st.bytes_read,
+            reads: st.reads,
+        }
     }
 
     /// The heap, unless a reopen failed.
@@ -106,19 +169,30 @@ impl<'c, S: Nvm> Service<'c, S> {
         data: &[u8],
         out: &mut [u8; CHUNK],
     ) -> ([u32; 4], usize) {
-        let [op, a, b, c] = words;
+        let [op, a, b, _] = words;
+        let _ = (badge, data);
         let r = match op {
             OP_ALLOC => self.alloc(a, badge).map(|id| (id, 0)),
             OP_FREE => self.free(a, badge).map(|()| (0, 0)),
             OP_SIZE => self
                 .with_array(a, badge, |_, arr| Ok(arr.len()))
                 .map(|n| (n, 0)),
-            OP_READ => self.read(a, b, c, badge, out).map(|n| (0, n)),
-            OP_WRITE => self.write(a, b, c, badge, data).map(|()| (0, 0)),
+            OP_PIN => self.pin(a, b).map(|off| (off, 0)),
+            OP_UNPIN => self.unpin(a, b).map(|()| (0, 0)),
+            OP_STATS => {
+                let bytes = self.stats().encode();
+                out[..bytes.len()].copy_from_slice(&bytes);
+                Ok((0, bytes.len()))
+            }
             _ => Err(Refused::Status(Status::BadRequest)),
         };
+        let size = if op == OP_PIN {
+            self.size_of(a).unwrap_or(0)
+        } else {
+            0
+        };
         match r {
-            Ok((value, n)) => ([Status::Ok as u32, value, 0, 0], n),
+            Ok((value, n)) => ([Status::Ok as u32, value, size, 0], n),
             Err(e) => ([self.status(e) as u32, 0, 0, 0], 0),
         }
     }
@@ -139,6 +213,9 @@ impl<'c, S: Nvm> Service<'c, S> {
             HeapError::CacheFull { .. } => Status::CacheFull,
             HeapError::IndexOutOfRange { .. } => Status::OutOfRange,
             HeapError::ObjectTooLarge { .. } | HeapError::UnsupportedType { .. } => Status::BadSize,
+            HeapError::DirtyLimitExceeded { .. } => Status::CacheFull,
+            HeapError::Borrowed { .. } => Status::Pinned,
+            HeapError::NotPinned { .. } => Status::NotPinned,
             e => {
                 self.failure = Some(e);
                 Status::Failed
@@ -158,14 +235,16 @@ impl<'c, S: Nvm> Service<'c, S> {
             .ok_or(Refused::Status(Status::NoSuchObject))
     }
 
-    fn alloc(&mut self, size: u32, badge: u32) -> Result<u32, Refused> {
+    fn alloc(&mut self, size: u32, _badge: u32) -> Result<u32, Refused> {
         if size == 0 || size > self.max_object {
             return Err(Status::BadSize.into());
         }
         let heap = self.live_heap()?;
-        let arr = heap.alloc_array::<u8>(size, CHUNK as u16, 0)?;
+        // One chunk: the object's bytes are contiguous in the arena.
+        let arr = heap.alloc_array::<u8>(size, size as u16, 0)?;
         let id = arr.into_id().raw();
-        self.owners[usize::from(id)] = badge;
+        self.sizes[usize::from(id)] = size as u16;
+        self.hints[usize::from(id)].set(u16::MAX);
         Ok(id.into())
     }
 
@@ -173,93 +252,66 @@ impl<'c, S: Nvm> Service<'c, S> {
         let id = self.id(raw)?;
         let heap = self.live_heap()?;
         let arr = heap.array_from_id::<u8>(ObjectId::from_raw(id))?;
-        if self.owners[usize::from(id)] != badge {
-            let _ = arr.into_id();
-            return Err(Status::NotOwner.into());
-        }
+        let _ = badge;
         heap.free_array(arr)?;
-        self.owners[usize::from(id)] = 0;
+        self.sizes[usize::from(id)] = 0;
         Ok(())
     }
 
-    /// Runs `f` on object `raw`'s array handle if `badge` owns it, and gives the handle
-    /// back (never drops it: that would free the object).
+    /// Runs `f` on object `raw`'s array handle and gives the handle back (never drops
+    /// it: that would free the object).
     fn with_array<R>(
         &self,
         raw: u32,
-        badge: u32,
+        _badge: u32,
         f: impl FnOnce(&VnvHeap<'c, S>, &mut ArrayHandle<'_, u8>) -> Result<R, Refused>,
     ) -> Result<R, Refused> {
         let id = self.id(raw)?;
         let heap = self.live_heap()?;
         let mut arr = heap.array_from_id::<u8>(ObjectId::from_raw(id))?;
-        let r = if self.owners[usize::from(id)] == badge {
-            f(heap, &mut arr)
-        } else {
-            Err(Status::NotOwner.into())
-        };
+        let r = f(heap, &mut arr);
         let _ = arr.into_id();
         r
     }
 
-    /// The range `[offset, offset + len)` of an object of `size` bytes, if it is one
-    /// piece long at most and lies inside.
-    fn range(offset: u32, len: u32, size: u32) -> Result<(u32, u32), Refused> {
-        if len as usize > CHUNK {
-            return Err(Status::BadRequest.into());
-        }
-        match offset.checked_add(len) {
-            Some(end) if end <= size => Ok((offset, end)),
-            _ => Err(Status::OutOfRange.into()),
+    /// The size of live object `raw`, from the table.
+    fn size_of(&self, raw: u32) -> Result<u32, Refused> {
+        let id = self.id(raw)?;
+        match self.sizes[usize::from(id)] {
+            0 => Err(Status::NoSuchObject.into()),
+            n => Ok(n.into()),
         }
     }
 
-    fn read(
-        &self,
-        raw: u32,
-        offset: u32,
-        len: u32,
-        badge: u32,
-        out: &mut [u8; CHUNK],
-    ) -> Result<usize, Refused> {
-        self.with_array(raw, badge, |heap, arr| {
-            let (start, end) = Self::range(offset, len, arr.len())?;
-            let mut pos = start;
-            while pos < end {
-                let (chunk, i) = arr.chunk_of(pos);
-                let g = heap.get_chunk(arr, chunk)?;
-                let n = (g.len() - i).min((end - pos) as usize);
-                let at = (pos - start) as usize;
-                out[at..at + n].copy_from_slice(&g[i..i + n]);
-                pos += n as u32;
-            }
-            Ok(len as usize)
-        })
+    /// The pin mode word: 0 read, 1 write.
+    fn mode(word: u32) -> Result<bool, Refused> {
+        match word {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(Status::BadRequest.into()),
+        }
     }
 
-    fn write(
-        &self,
-        raw: u32,
-        offset: u32,
-        len: u32,
-        badge: u32,
-        data: &[u8],
-    ) -> Result<(), Refused> {
-        if data.len() != len as usize {
-            return Err(Status::BadRequest.into());
-        }
-        self.with_array(raw, badge, |heap, arr| {
-            let (start, end) = Self::range(offset, len, arr.len())?;
-            let mut pos = start;
-            while pos < end {
-                let (chunk, i) = arr.chunk_of(pos);
-                let mut g = heap.get_chunk_mut(arr, chunk)?;
-                let n = (g.len() - i).min((end - pos) as usize);
-                let at = (pos - start) as usize;
-                g[i..i + n].copy_from_slice(&data[at..at + n]);
-                pos += n as u32;
-            }
-            Ok(())
-        })
+    fn pin(&self, raw: u32, mode: u32) -> Result<u32, Refused> {
+        let write = Self::mode(mode)?;
+        let size = self.size_of(raw)?;
+        let id = self.id(raw)?;
+        let heap = self.live_heap()?;
+        let off = heap.pin(
+            ObjectId::from_raw(id),
+            size as u16,
+            write,
+            &self.hints[usize::from(id)],
+        )?;
+        u32::try_from(off).map_err(|_| Refused::Status(Status::Failed))
+    }
+
+    fn unpin(&self, raw: u32, mode: u32) -> Result<(), Refused> {
+        let write = Self::mode(mode)?;
+        let id = self.id(raw)?;
+        self.size_of(raw)?;
+        let heap = self.live_heap()?;
+        heap.unpin(ObjectId::from_raw(id), write, &self.hints[usize::from(id)])?;
+        Ok(())
     }
 }

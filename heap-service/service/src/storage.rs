@@ -58,6 +58,20 @@ impl StorageStats {
     }
 }
 
+/// Storage that counts its driver calls and can tell the counts through a shared
+/// reference (the heap owns its storage; the service looks at it with
+/// `VnvHeap::with_storage` to answer `OP_STATS` and to split off what persists wrote).
+pub trait Counted {
+    /// What went through the storage so far.
+    fn counted(&self) -> StorageStats;
+}
+
+impl<P> Counted for SpiStorage<'_, P> {
+    fn counted(&self) -> StorageStats {
+        self.stats.get()
+    }
+}
+
 /// The FRAM as an `Nvm`, through an [`SpiPort`], counting into a cell the service
 /// reads while the heap owns the storage.
 pub struct SpiStorage<'s, P> {

@@ -1,9 +1,9 @@
 //! The client library (`amber-heap-api`) against the real service on a real vNV-Heap,
-//! with the kernel's IPC replaced by a direct call and the FRAM by memory that a test
-//! can roll back as a restore does. These tests state what clients may rely on; they
-//! never reach into the service's internals.
+//! with the kernel's IPC replaced by a direct call, the FRAM by memory, and the client's
+//! window by the service heap's own arena (as the shared memory object is). These tests
+//! state what clients may rely on; they never reach into the service's internals.
 
-use amber_heap_api::{Channel, Handle, Heap, HeapError, ObjectId, Persist, CHUNK};
+use amber_heap_api::{Channel, Handle, Heap, HeapError, Persist, CHUNK};
 use amber_heap_service::{Service, SpiPort, SpiStorage, StorageStats};
 use amber_spi_api::SpiError;
 use amber_user::Error;
@@ -71,14 +71,26 @@ impl Channel for Local<'_, '_, '_> {
     }
 }
 
-fn config() -> Config {
+/// A heap of `max_objects` ids and `data` bytes of NVM data at `offset`, with an arena
+/// of `arena` bytes.
+fn split_config(max_objects: u16, data: u32, offset: u32, arena: u32, dirty: u32) -> Config {
+    let base = Config {
+        max_dirty_bytes: dirty,
+        max_objects,
+        nvm_offset: offset,
+        nvm_data_bytes: data,
+        cache_bytes: 0,
+    };
     Config {
-        max_dirty_bytes: 1024,
-        max_objects: 32,
-        nvm_offset: 0,
-        nvm_data_bytes: 16 * 1024,
-        cache_bytes: 2048,
+        cache_bytes: arena + base.split_metadata_bytes(arena),
+        ..base
     }
+}
+
+const ARENA: u32 = 2048;
+
+fn config() -> Config {
+    split_config(32, 16 * 1024, 0, ARENA, 1024)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -103,33 +115,72 @@ fn value(key: u32, version: u32) -> Value {
     }
 }
 
+/// 8-aligned metadata and arena buffers for `c`.
+struct Bufs {
+    meta: Vec<u64>,
+    arena: Vec<u64>,
+}
+
+impl Bufs {
+    fn new(c: &Config, arena: u32) -> Bufs {
+        let meta = (c.cache_bytes - arena) as usize;
+        Bufs {
+            meta: vec![0; meta.div_ceil(8)],
+            arena: vec![0; arena as usize / 8],
+        }
+    }
+
+    fn split(&mut self) -> (&mut [u8], &mut [u8]) {
+        let bytes = |v: &mut Vec<u64>| {
+            // SAFETY: a u64 buffer's bytes, borrowed from it.
+            unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), v.len() * 8) }
+        };
+        (bytes(&mut self.meta), bytes(&mut self.arena))
+    }
+}
+
 struct Rig {
     fram: Fram,
     stats: Cell<StorageStats>,
-    caches: [Vec<u8>; 2],
+    bufs: [Bufs; 2],
 }
 
 impl Rig {
     fn new() -> Rig {
-        let c = config().cache_bytes as usize;
         Rig {
             fram: Fram(Rc::new(RefCell::new(vec![0; FRAM as usize]))),
             stats: Cell::new(StorageStats::default()),
-            caches: [vec![0; c], vec![0; c]],
+            bufs: [Bufs::new(&config(), ARENA), Bufs::new(&config(), ARENA)],
         }
     }
 }
 
+/// The client of `svc` with the given badge, its window the service heap's arena.
+fn client<'a, 'c, 's>(svc: &'a RefCell<Svc<'c, 's>>, badge: u32) -> Heap<Local<'a, 'c, 's>> {
+    let base = svc.borrow().heap().unwrap().arena_ptr() as usize;
+    let len = svc.borrow().heap().unwrap().cache_capacity();
+    // SAFETY: the window is the heap's arena, which only the service (through its
+    // pins) and this client touch, and which outlives the client.
+    unsafe { Heap::with_channel(Local { svc, badge }, base, len) }
+}
+
+fn format<'c, 's>(
+    rig_fram: &Fram,
+    stats: &'s Cell<StorageStats>,
+    b: &'c mut Bufs,
+    c: Config,
+) -> Svc<'c, 's> {
+    let storage = SpiStorage::new(rig_fram.clone(), FRAM, stats);
+    let (meta, arena) = b.split();
+    Service::format(storage, meta, arena, c, 1000).unwrap()
+}
+
 #[test]
-fn objects_of_several_chunks_round_trip_through_the_service() {
+fn objects_larger_than_a_message_round_trip_through_the_window() {
     let mut rig = Rig::new();
-    let storage = SpiStorage::new(rig.fram.clone(), FRAM, &rig.stats);
-    let [c0, _] = &mut rig.caches;
-    let svc = RefCell::new(Service::format(storage, c0, config(), 1024).unwrap());
-    let heap = Heap::with_channel(Local {
-        svc: &svc,
-        badge: 1,
-    });
+    let [b0, _] = &mut rig.bufs;
+    let svc = RefCell::new(format(&rig.fram, &rig.stats, b0, config()));
+    let heap = client(&svc, 1);
     let mut handles: Vec<Handle<Value, _>> =
         (0..8).map(|k| heap.alloc(value(k, 0)).unwrap()).collect();
     for round in 1..20u32 {
@@ -144,157 +195,129 @@ fn objects_of_several_chunks_round_trip_through_the_service() {
     }
     for (k, h) in handles.iter().enumerate() {
         let v = heap.get(h).unwrap();
-        assert_eq!(v.key, k as u32);
-        assert_eq!(
-            v,
-            value(k as u32, v.version),
-            "object {k} torn across its chunks"
-        );
+        assert_eq!(v, value(k as u32, v.version), "object {k} torn");
     }
-    assert!(
-        std::mem::size_of::<Value>() > CHUNK,
-        "the test must cover objects larger than one message"
-    );
+    assert!(std::mem::size_of::<Value>() > CHUNK);
 }
 
 #[test]
-fn a_client_cannot_reach_or_free_another_clients_objects() {
+fn each_client_has_a_heap_of_its_own() {
     let mut rig = Rig::new();
-    let storage = SpiStorage::new(rig.fram.clone(), FRAM, &rig.stats);
-    let [c0, _] = &mut rig.caches;
-    let svc = RefCell::new(Service::format(storage, c0, config(), 1024).unwrap());
-    let alice = Heap::with_channel(Local {
-        svc: &svc,
-        badge: 1,
-    });
-    let bob = Heap::with_channel(Local {
-        svc: &svc,
-        badge: 2,
-    });
+    let [b0, b1] = &mut rig.bufs;
+    let alice_svc = RefCell::new(format(&rig.fram, &rig.stats, b0, config()));
+    let c1 = split_config(32, 16 * 1024, 32 * 1024, ARENA, 1024);
+    let bob_svc = RefCell::new(format(&rig.fram, &rig.stats, b1, c1));
+    let (alice, bob) = (client(&alice_svc, 1), client(&bob_svc, 2));
     let id = alice.alloc(7u32).unwrap().into_id();
-    assert_eq!(bob.from_id::<u32>(id).unwrap_err(), HeapError::NotOwner);
+    assert_eq!(bob.from_id::<u32>(id).unwrap_err(), HeapError::NoSuchObject);
+    let mut b = bob.alloc(9u32).unwrap();
     let mut h: Handle<u32, _> = alice.from_id(id).unwrap();
-    assert_eq!(alice.get(&h).unwrap(), 7);
     alice.set(&mut h, 8).unwrap();
-    assert_eq!(alice.get(&h).unwrap(), 8);
+    bob.set(&mut b, 10).unwrap();
+    assert_eq!((alice.get(&h).unwrap(), bob.get(&b).unwrap()), (8, 10));
+    // A handle of one client's heap is refused by the other's.
+    assert_eq!(bob.get(&h).unwrap_err(), HeapError::WrongHeap);
 }
 
 #[test]
-fn bad_requests_get_a_status_and_never_touch_an_object() {
+fn bad_requests_get_a_status_and_a_scribbled_arena_harms_nothing() {
     let mut rig = Rig::new();
-    let storage = SpiStorage::new(rig.fram.clone(), FRAM, &rig.stats);
-    let [c0, _] = &mut rig.caches;
-    let mut svc = Service::format(storage, c0, config(), 1024).unwrap();
+    let [b0, _] = &mut rig.bufs;
+    let mut svc = format(&rig.fram, &rig.stats, b0, config());
     let mut out = [0u8; CHUNK];
-    let status = |r: ([u32; 4], usize)| r.0[0];
-    use amber_heap_api::{Status, OP_ALLOC, OP_READ, OP_WRITE};
+    let mut ask = |svc: &mut Svc, w: [u32; 4]| svc.handle(w, 1, &[], &mut out).0;
+    use amber_heap_api::{Status, OP_ALLOC, OP_FREE, OP_PIN, OP_UNPIN};
+    let st = |s: Status| s as u32;
+    assert_eq!(ask(&mut svc, [99, 0, 0, 0])[0], st(Status::BadRequest));
+    assert_eq!(ask(&mut svc, [OP_ALLOC, 0, 0, 0])[0], st(Status::BadSize));
     assert_eq!(
-        status(svc.handle([99, 0, 0, 0], 0, &[], &mut out)),
-        Status::BadRequest as u32
+        ask(&mut svc, [OP_ALLOC, 1001, 0, 0])[0],
+        st(Status::BadSize)
     );
-    assert_eq!(
-        status(svc.handle([OP_ALLOC, 0, 0, 0], 0, &[], &mut out)),
-        Status::BadSize as u32
-    );
-    assert_eq!(
-        status(svc.handle([OP_ALLOC, 1025, 0, 0], 0, &[], &mut out)),
-        Status::BadSize as u32
-    );
-    let (w, _) = svc.handle([OP_ALLOC, 300, 0, 0], 0, &[], &mut out);
+    let w = ask(&mut svc, [OP_ALLOC, 300, 0, 0]);
     assert_eq!(w[0], 0);
     let id = w[1];
+    assert_eq!(ask(&mut svc, [OP_PIN, id, 2, 0])[0], st(Status::BadRequest));
     assert_eq!(
-        status(svc.handle([OP_READ, id, 290, 11], 0, &[], &mut out)),
-        Status::OutOfRange as u32
+        ask(&mut svc, [OP_PIN, 5000, 0, 0])[0],
+        st(Status::NoSuchObject)
     );
     assert_eq!(
-        status(svc.handle([OP_READ, id, u32::MAX, 2], 0, &[], &mut out)),
-        Status::OutOfRange as u32
+        ask(&mut svc, [OP_PIN, id + 1, 0, 0])[0],
+        st(Status::NoSuchObject)
     );
     assert_eq!(
-        status(svc.handle([OP_READ, id, 0, 257], 0, &[], &mut out)),
-        Status::BadRequest as u32
+        ask(&mut svc, [OP_UNPIN, id, 0, 0])[0],
+        st(Status::NotPinned)
     );
+    let w = ask(&mut svc, [OP_PIN, id, 1, 0]);
     assert_eq!(
-        status(svc.handle([OP_WRITE, id, 0, 4], 0, &[1, 2], &mut out)),
-        Status::BadRequest as u32
+        (w[0], w[1] % 8, w[2]),
+        (0, 0, 300),
+        "offset 8-aligned, size"
     );
+    assert!(w[1] + 300 <= ARENA);
+    assert_eq!(ask(&mut svc, [OP_PIN, id, 1, 0])[0], st(Status::Pinned));
+    assert_eq!(ask(&mut svc, [OP_PIN, id, 0, 0])[0], st(Status::Pinned));
+    assert_eq!(ask(&mut svc, [OP_FREE, id, 0, 0])[0], st(Status::Pinned));
     assert_eq!(
-        status(svc.handle([OP_READ, 5000, 0, 1], 0, &[], &mut out)),
-        Status::NoSuchObject as u32
+        ask(&mut svc, [OP_UNPIN, id, 0, 0])[0],
+        st(Status::NotPinned)
     );
-    // A write across the chunk boundary lands in both chunks.
-    assert_eq!(
-        status(svc.handle([OP_WRITE, id, 250, 10], 0, &[9; 10], &mut out)),
-        0
+    // The client writes anything anywhere in its window: the service only ever copies
+    // those bytes to the FRAM.
+    let arena = svc.heap().unwrap().arena_ptr();
+    // SAFETY: the arena is the service's window; the test plays the client.
+    unsafe { std::ptr::write_bytes(arena, 0xFF, ARENA as usize) };
+    svc.persist().unwrap();
+    svc.reload().unwrap();
+    assert_eq!(ask(&mut svc, [OP_UNPIN, id, 1, 0])[0], 0);
+    let w = ask(&mut svc, [OP_PIN, id, 0, 0]);
+    // SAFETY: as above, the pinned object's bytes.
+    let b = unsafe { std::slice::from_raw_parts(arena.add(w[1] as usize), 300) };
+    assert!(
+        b.iter().all(|&x| x == 0xFF),
+        "the client's bytes, persisted"
     );
-    let (w, n) = svc.handle([OP_READ, id, 248, 14], 0, &[], &mut out);
-    assert_eq!((w[0], n), (0, 14));
-    assert_eq!(out[..14], [0, 0, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 0, 0]);
-    assert_eq!(
-        svc.heap().unwrap().live_count(),
-        2,
-        "300 bytes are two chunks"
-    );
+    assert_eq!(ask(&mut svc, [OP_UNPIN, id, 0, 0])[0], 0);
+    assert_eq!(ask(&mut svc, [OP_FREE, id, 0, 0])[0], 0);
 }
 
 #[test]
-fn a_reopen_after_a_restore_finds_exactly_the_heap_of_the_last_persist() {
+fn guards_held_across_a_persist_and_a_restore_keep_their_bytes() {
     let mut rig = Rig::new();
-    let storage = SpiStorage::new(rig.fram.clone(), FRAM, &rig.stats);
-    let [c0, c1] = &mut rig.caches;
-    let svc = RefCell::new(Service::format(storage, c0, config(), 1024).unwrap());
-    let heap = Heap::with_channel(Local {
-        svc: &svc,
-        badge: 3,
-    });
+    let [b0, _] = &mut rig.bufs;
+    let svc = RefCell::new(format(&rig.fram, &rig.stats, b0, config()));
+    let heap = client(&svc, 3);
     let mut a = heap.alloc(value(1, 1)).unwrap();
     let b = heap.alloc(5u64).unwrap();
+    let mut g = heap.get_mut(&mut a).unwrap();
+    g.version = 2;
+    let r = heap.get_ref(&b).unwrap();
+    // The checkpoint: the persist writes the write-pinned object as it is now.
     svc.borrow_mut().persist().unwrap();
-    // The checkpoint: the FRAM holds what the persist wrote.
-    let committed = rig.fram.0.borrow().clone();
-    let epoch = svc.borrow().heap().unwrap().committed_epoch();
-    heap.set(&mut a, value(1, 2)).unwrap();
-    let c = heap.alloc(9u32).unwrap();
-    let (a, b, c) = (a.into_id(), b.into_id(), c.into_id());
-    // Power cut: the FRAM goes back to the checkpoint's contents, the cache is lost.
-    *rig.fram.0.borrow_mut() = committed;
-    c1.fill(0xA5);
-    svc.borrow_mut().reopen(|| c1).unwrap();
-    assert_eq!(svc.borrow().heap().unwrap().committed_epoch(), epoch);
-    assert_eq!(
-        svc.borrow().heap().unwrap().live_count(),
-        3,
-        "two chunks and a u64"
-    );
-    let a: Handle<Value, _> = heap.from_id(a).unwrap();
-    assert_eq!(
-        heap.get(&a).unwrap(),
-        value(1, 1),
-        "the change after the persist is gone"
-    );
-    let b: Handle<u64, _> = heap.from_id(b).unwrap();
-    assert_eq!(heap.get(&b).unwrap(), 5);
-    assert!(
-        matches!(
-            heap.from_id::<u32>(c),
-            Err(HeapError::NoSuchObject | HeapError::SizeMismatch { .. })
-        ),
-        "an object allocated after the persist does not exist after the restore"
-    );
-    let _ = ObjectId::from_raw(0);
+    let arena = svc.borrow().heap().unwrap().arena_ptr();
+    // Power cut: the arena is lost; the service's memory and the FRAM come back.
+    // SAFETY: no reference into the arena is used while it is overwritten (the guards
+    // are not dereferenced until the reload wrote their bytes back).
+    unsafe { std::ptr::write_bytes(arena, 0xA5, ARENA as usize) };
+    svc.borrow_mut().reload().unwrap();
+    assert_eq!(g.version, 2);
+    assert_eq!(g.payload, value(1, 1).payload);
+    assert_eq!(*r, 5);
+    g.version = 3;
+    g.release().unwrap();
+    r.release().unwrap();
+    svc.borrow_mut().persist().unwrap();
+    assert_eq!(heap.get(&a).unwrap().version, 3);
 }
 
 #[test]
 fn a_full_heap_says_which_resource_ran_out() {
     let mut rig = Rig::new();
-    let storage = SpiStorage::new(rig.fram.clone(), FRAM, &rig.stats);
-    let [c0, _] = &mut rig.caches;
-    let svc = RefCell::new(Service::format(storage, c0, config(), 1024).unwrap());
-    let heap = Heap::with_channel(Local {
-        svc: &svc,
-        badge: 1,
-    });
+    let [b0, _] = &mut rig.bufs;
+    let svc = RefCell::new(format(&rig.fram, &rig.stats, b0, config()));
+    let heap = client(&svc, 1);
     let mut kept = Vec::new();
     let e = loop {
         match heap.alloc(1u32) {
@@ -308,29 +331,21 @@ fn a_full_heap_says_which_resource_ran_out() {
 
 /// The two QEMU clients' patterns (a FIFO of 24 small records, each allocated and
 /// later freed; 16 values of 292 bytes, one update in eight a free and reallocation),
-/// on the heap service's own configuration, for far longer than a crash test runs.
+/// on the heap service's own per-client configuration, for far longer than a crash
+/// test runs.
 #[test]
 fn the_apps_workload_never_runs_out_of_ids_or_nvm_space() {
-    let cfg = Config {
-        max_dirty_bytes: 1024,
-        max_objects: 96,
-        nvm_offset: 0,
-        nvm_data_bytes: 48 * 1024,
-        cache_bytes: 8192,
-    };
+    const A: u32 = 8192;
+    let cfg = |i: u32| split_config(48, 24 * 1024, i * 64 * 1024, A, 1024);
     let fram = Fram(Rc::new(RefCell::new(vec![0; 512 * 1024])));
     let stats = Cell::new(StorageStats::default());
-    let mut cache = vec![0u8; 8192];
-    let storage = SpiStorage::new(fram, 512 * 1024, &stats);
-    let svc = RefCell::new(Service::format(storage, &mut cache, cfg, 1024).unwrap());
-    let logger = Heap::with_channel(Local {
-        svc: &svc,
-        badge: 1,
-    });
-    let kv = Heap::with_channel(Local {
-        svc: &svc,
-        badge: 2,
-    });
+    let (mut b0, mut b1) = (Bufs::new(&cfg(0), A), Bufs::new(&cfg(1), A));
+    let (m0, a0) = b0.split();
+    let (m1, a1) = b1.split();
+    let st = |f: &Fram| SpiStorage::new(f.clone(), 512 * 1024, &stats);
+    let s0 = RefCell::new(Service::format(st(&fram), m0, a0, cfg(0), 1008).unwrap());
+    let s1 = RefCell::new(Service::format(st(&fram), m1, a1, cfg(1), 1008).unwrap());
+    let (logger, kv) = (client(&s0, 1), client(&s1, 2));
     let mut fifo = std::collections::VecDeque::new();
     let mut keys: Vec<Handle<Value, _>> = (0..16).map(|k| kv.alloc(value(k, 0)).unwrap()).collect();
     let mut versions = [0u32; 16];
@@ -357,10 +372,70 @@ fn the_apps_workload_never_runs_out_of_ids_or_nvm_space() {
             kv.set(&mut keys[k], value(k as u32, versions[k])).unwrap();
         }
         if step % 7 == 0 {
-            svc.borrow_mut().persist().unwrap();
+            s0.borrow_mut().persist().unwrap();
+            s1.borrow_mut().persist().unwrap();
         }
     }
     for (k, h) in keys.iter().enumerate() {
         assert_eq!(kv.get(h).unwrap(), value(k as u32, versions[k]));
     }
+}
+
+/// `OP_STATS` through the client library: the storage's own counters, with what the
+/// persists wrote split off from the write-backs the dirty limit forces in between.
+#[test]
+fn stats_tell_persist_bytes_from_write_backs_between_persists() {
+    let mut rig = Rig::new();
+    let [b0, _] = &mut rig.bufs;
+    let svc = RefCell::new(format(&rig.fram, &rig.stats, b0, config()));
+    let heap = client(&svc, 4);
+    let s0 = heap.stats().unwrap();
+    assert_eq!(s0.dirty_limit, 1024);
+    assert_eq!((s0.persists, s0.persist_bytes), (0, 0));
+    assert_eq!(
+        s0.bytes_written,
+        rig.stats.get().bytes_written,
+        "the format's writes are counted"
+    );
+    let mut handles: Vec<Handle<Value, _>> =
+        (0..4).map(|k| heap.alloc(value(k, 0)).unwrap()).collect();
+    let before = rig.stats.get();
+    svc.borrow_mut().persist().unwrap();
+    let persisted = rig.stats.get().since(&before);
+    let s1 = heap.stats().unwrap();
+    assert_eq!(s1.persists, 1);
+    assert_eq!(
+        (s1.persist_bytes, s1.persist_writes),
+        (persisted.bytes_written, persisted.writes)
+    );
+    // Four values of 292 bytes made dirty: more than the 1 KiB limit holds, so some
+    // are written back before the next persist.
+    for (k, h) in handles.iter_mut().enumerate() {
+        heap.set(h, value(k as u32, 1)).unwrap();
+    }
+    let s2 = heap.stats().unwrap();
+    let d = s2.since(&s1);
+    assert_eq!((d.persists, d.persist_bytes), (0, 0));
+    assert!(
+        d.other_bytes() >= 292,
+        "at least one value was written back, {} bytes",
+        d.other_bytes()
+    );
+    svc.borrow_mut().persist().unwrap();
+    let s3 = heap.stats().unwrap();
+    let d = s3.since(&s2);
+    assert_eq!(d.persists, 1);
+    assert!(d.persist_bytes > 0 && d.persist_bytes <= 1024 + 32);
+    assert_eq!(d.other_bytes(), 0, "a persist is all that wrote");
+    let total = rig.stats.get();
+    assert_eq!(
+        (s3.bytes_written, s3.writes, s3.bytes_read, s3.reads),
+        (
+            total.bytes_written,
+            total.writes,
+            total.bytes_read,
+            total.reads
+        ),
+        "the counters are the storage's own"
+    );
 }

@@ -1,46 +1,54 @@
 //! The client library: a typed view of the service's untyped objects, with the same
-//! ownership rules as the vNV-Heap library itself.
+//! ownership rules as the vNV-Heap library itself, and guards that point straight into
+//! the client's window on the service's cache (zero copy).
 //!
 //! A [`Handle`] owns one object (not `Clone`, not `Copy`; dropping it frees the object).
 //! Guards borrow the handle: a [`Ref`] shares it, a [`RefMut`] borrows it mutably, so a
 //! guard cannot outlive its handle and two guards that would conflict do not compile.
-//! Guards hold a copy of the object (see "Copies, not shared memory" in the crate
-//! doc). This file must never hand out a reference into anything but the guard's own
-//! copy, and never panic on what the service replies.
+//! A guard holds a pin on the object (`OP_PIN`), released when it goes (`OP_UNPIN`), and
+//! derefs to the object's bytes in the window, where the pin keeps them in place. This
+//! file must never hand out a reference into the window that outlives the pin behind
+//! it, never deref a reply it has not checked against the window, and never panic on
+//! what the service replies.
 //!
-//! A handle does not pin its object: the same id turned into two handles with
-//! [`Heap::from_id`] is not unsafe (every guard works on its own copy) but the last
-//! write-back wins, so keep one handle per id.
+//! Keep one handle per id ([`Heap::from_id`] can make a second): the service's pins
+//! still exclude a write guard while any other guard exists, so two handles cannot
+//! break the guards' rules, only make a `get_mut` fail with [`HeapError::Pinned`].
 
-use crate::{Channel, Endpoint, HeapError, ObjectId, Persist, Result, CHUNK};
-use crate::{OP_ALLOC, OP_FREE, OP_READ, OP_SIZE, OP_WRITE};
+use crate::{Channel, Endpoint, HeapError, ObjectId, Persist, Result, ServiceStats};
+use crate::{OP_ALLOC, OP_FREE, OP_PIN, OP_SIZE, OP_STATS, OP_UNPIN};
 use core::fmt;
 use core::marker::PhantomData;
-use core::mem::{size_of, ManuallyDrop, MaybeUninit};
+use core::mem::{align_of, size_of, ManuallyDrop};
 use core::ops::{Deref, DerefMut};
-use core::slice;
+use core::ptr::NonNull;
 
-/// A client of one heap service.
+/// A client of one heap service, with the window where the service's cache of this
+/// client's objects is mapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Heap<C: Channel = Endpoint> {
     chan: C,
+    window: usize,
+    window_len: usize,
 }
 
 impl Heap<Endpoint> {
     /// The heap service reached through the endpoint capability in `ep_slot` (it needs
-    /// WRITE).
-    pub const fn new(ep_slot: u32) -> Self {
+    /// WRITE), whose cache of this client's objects is the memory object the app maps
+    /// at `window` (`window_len` bytes, read and write, shared with the service only).
+    ///
+    /// # Safety
+    ///
+    /// `[window, window + window_len)` must be that memory object, mapped for this task
+    /// for as long as the heap is used, and nothing else in this task may access it:
+    /// guards create references into it.
+    pub const unsafe fn new(ep_slot: u32, window: usize, window_len: usize) -> Self {
         Heap {
             chan: Endpoint(ep_slot),
+            window,
+            window_len,
         }
     }
-}
-
-/// The object's bytes, to send them.
-fn bytes_of<T: Persist>(v: &T) -> &[u8] {
-    // SAFETY: `Persist` types have no padding, so all `size_of::<T>()` bytes of `*v` are
-    // initialized; the slice borrows `v`.
-    unsafe { slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }
 }
 
 /// The size of `T` as the protocol carries it; zero-sized types cannot be stored.
@@ -51,9 +59,9 @@ fn size<T: Persist>() -> Result<u32> {
     }
 }
 
-/// Sends one request and checks the reply's status.
-fn request<C: Channel>(chan: C, words: [u32; 4], send: &[u8], recv: &mut [u8]) -> Result<u32> {
-    let (r, got) = chan.call(words, send, recv).map_err(HeapError::Ipc)?;
+/// Sends one request and checks the reply's status; returns the reply's words.
+fn request<C: Channel>(chan: C, words: [u32; 4], recv: &mut [u8]) -> Result<[u32; 4]> {
+    let (r, got) = chan.call(words, &[], recv).map_err(HeapError::Ipc)?;
     HeapError::check_status(r[0])?;
     if got != recv.len() {
         return Err(HeapError::BadReply {
@@ -61,47 +69,26 @@ fn request<C: Channel>(chan: C, words: [u32; 4], send: &[u8], recv: &mut [u8]) -
             got: got as u32,
         });
     }
-    Ok(r[1])
+    Ok(r)
 }
 
-/// Reads the whole object into `buf`, in pieces of at most [`CHUNK`] bytes.
-fn read_bytes<C: Channel>(chan: C, id: u16, buf: &mut [u8]) -> Result<()> {
-    for (k, piece) in buf.chunks_mut(CHUNK).enumerate() {
-        let words = [OP_READ, id.into(), (k * CHUNK) as u32, piece.len() as u32];
-        request(chan, words, &[], piece)?;
-    }
-    Ok(())
-}
-
-/// Writes `bytes` over the object, in pieces of at most [`CHUNK`] bytes; with
-/// `skip_zero`, pieces of zeros are not sent (a new object holds zeros already).
-fn write_bytes<C: Channel>(chan: C, id: u16, bytes: &[u8], skip_zero: bool) -> Result<()> {
-    for (k, piece) in bytes.chunks(CHUNK).enumerate() {
-        if skip_zero && piece.iter().all(|&b| b == 0) {
-            continue;
-        }
-        let words = [OP_WRITE, id.into(), (k * CHUNK) as u32, piece.len() as u32];
-        request(chan, words, piece, &mut [])?;
-    }
-    Ok(())
-}
-
-/// A copy of the object.
-fn read_value<T: Persist, C: Channel>(chan: C, id: u16) -> Result<T> {
-    let mut v = MaybeUninit::<T>::zeroed();
-    // SAFETY: the zeroed value has all `size_of::<T>()` bytes initialized; the slice
-    // covers exactly them and is the only access to `v` while it lives.
-    let bytes = unsafe { slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), size_of::<T>()) };
-    read_bytes(chan, id, bytes)?;
-    // SAFETY: every byte is initialized (zeroed, then overwritten by the reply), and a
-    // `Persist` type is valid for every bit pattern.
-    Ok(unsafe { v.assume_init() })
+/// Releases a pin (mode 0 read, 1 write).
+fn unpin<C: Channel>(chan: C, id: u16, mode: u32) -> Result<()> {
+    request(chan, [OP_UNPIN, id.into(), mode, 0], &mut []).map(drop)
 }
 
 impl<C: Channel> Heap<C> {
     /// A heap service reached through `chan` (tests use a model of the service).
-    pub const fn with_channel(chan: C) -> Self {
-        Heap { chan }
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::new`]: the window is memory only the service's pins govern.
+    pub const unsafe fn with_channel(chan: C, window: usize, window_len: usize) -> Self {
+        Heap {
+            chan,
+            window,
+            window_len,
+        }
     }
 
     /// The channel to the service.
@@ -117,17 +104,51 @@ impl<C: Channel> Heap<C> {
         }
     }
 
-    /// Allocates `value` on the heap: one request to allocate, then one per 256-byte
-    /// piece of the value that is not all zeros. If writing the value fails, the
+    /// Pins object `id` (mode 0 read, 1 write) and returns where its `T` lies in the
+    /// window, after checking the reply: the size is `T`'s, the bytes lie inside the
+    /// window and are aligned for `T`. A bad reply releases the pin.
+    fn pin<T: Persist>(&self, id: u16, mode: u32) -> Result<NonNull<T>> {
+        let expected = size::<T>()?;
+        let r = request(self.chan, [OP_PIN, id.into(), mode, 0], &mut [])?;
+        let (off, got) = (r[1] as usize, r[2]);
+        let inside = off
+            .checked_add(size_of::<T>())
+            .is_some_and(|end| end <= self.window_len);
+        let addr = self.window.wrapping_add(off);
+        let ptr = NonNull::new(addr as *mut T);
+        match ptr {
+            Some(p) if got == expected && inside && addr.is_multiple_of(align_of::<T>()) => Ok(p),
+            _ => {
+                let _ = unpin(self.chan, id, mode);
+                Err(if got != expected {
+                    HeapError::SizeMismatch {
+                        stored: got,
+                        expected,
+                    }
+                } else {
+                    HeapError::BadWindow
+                })
+            }
+        }
+    }
+
+    /// Allocates `value` on the heap: one request to allocate (the object holds zeros)
+    /// and, unless `value` is all zeros, a write pin to store it. If storing fails, the
     /// object is freed again and the error returned.
     pub fn alloc<T: Persist>(&self, value: T) -> Result<Handle<T, C>> {
         let size = size::<T>()?;
-        let id = request(self.chan, [OP_ALLOC, size, 0, 0], &[], &mut [])?;
-        let id = u16::try_from(id).map_err(|_| HeapError::ServiceFailed)?;
-        let handle = Handle::new(self.chan, id);
-        if let Err(e) = write_bytes(self.chan, id, bytes_of(&value), true) {
-            let _ = self.free(handle);
-            return Err(e);
+        let r = request(self.chan, [OP_ALLOC, size, 0, 0], &mut [])?;
+        let id = u16::try_from(r[1]).map_err(|_| HeapError::ServiceFailed)?;
+        let mut handle = Handle::new(self.chan, id);
+        // SAFETY: `Persist` types have no padding: all their bytes are initialized.
+        let bytes = unsafe {
+            core::slice::from_raw_parts((&value as *const T).cast::<u8>(), size_of::<T>())
+        };
+        if bytes.iter().any(|&b| b != 0) {
+            if let Err(e) = self.set(&mut handle, value) {
+                let _ = self.free(handle);
+                return Err(e);
+            }
         }
         Ok(handle)
     }
@@ -137,60 +158,86 @@ impl<C: Channel> Heap<C> {
     pub fn free<T: Persist>(&self, handle: Handle<T, C>) -> Result<()> {
         self.owns(&handle)?;
         let h = ManuallyDrop::new(handle);
-        request(self.chan, [OP_FREE, h.id.into(), 0, 0], &[], &mut []).map(drop)
+        request(self.chan, [OP_FREE, h.id.into(), 0, 0], &mut []).map(drop)
     }
 
     /// Turns a stable id (from [`Handle::into_id`], kept in the client's own memory or
-    /// in another object) back into a handle, after checking that the object exists,
-    /// belongs to this client and has the size of `T`. Keep one handle per id (see the
+    /// in another object) back into a handle, after checking that the object exists in
+    /// this client's heap and has the size of `T`. Keep one handle per id (see the
     /// file doc).
     pub fn from_id<T: Persist>(&self, id: ObjectId) -> Result<Handle<T, C>> {
         let expected = size::<T>()?;
-        let stored = request(self.chan, [OP_SIZE, id.raw().into(), 0, 0], &[], &mut [])?;
+        let stored = request(self.chan, [OP_SIZE, id.raw().into(), 0, 0], &mut [])?[1];
         if stored != expected {
             return Err(HeapError::SizeMismatch { stored, expected });
         }
         Ok(Handle::new(self.chan, id.raw()))
     }
 
-    /// Shared access to a copy of the object, read now.
-    pub fn get_ref<'a, T: Persist>(&self, handle: &'a Handle<T, C>) -> Result<Ref<'a, T>> {
+    /// Shared access to the object in the window, pinned until the guard goes.
+    pub fn get_ref<'a, T: Persist>(&self, handle: &'a Handle<T, C>) -> Result<Ref<'a, T, C>> {
         self.owns(handle)?;
+        let p = self.pin::<T>(handle.id, 0)?;
+        // SAFETY: `pin` checked that the service placed a `T`-sized, `T`-aligned range
+        // inside the window, which `Heap::new`'s contract makes memory of this task that
+        // nothing else here accesses. The read pin keeps the service from moving,
+        // evicting or writing the bytes (it writes them only after a restore, with this
+        // task stopped, and then the same bytes) until the guard unpins, and the handle's
+        // shared borrow rules out a `RefMut` on it meanwhile. Every bit pattern is a
+        // valid `T` (`Persist`).
+        let value = unsafe { p.as_ref() };
         Ok(Ref {
-            value: read_value(self.chan, handle.id)?,
-            _handle: PhantomData,
+            value,
+            chan: self.chan,
+            id: handle.id,
         })
     }
 
-    /// Exclusive access to a copy of the object, read now and written back when the
-    /// guard is released or dropped (only if it was changed through `DerefMut`).
+    /// Exclusive access to the object in the window, pinned for writing (the object is
+    /// dirty from now on) until the guard goes.
     pub fn get_mut<'a, T: Persist>(
         &self,
         handle: &'a mut Handle<T, C>,
     ) -> Result<RefMut<'a, T, C>> {
         self.owns(handle)?;
+        let mut p = self.pin::<T>(handle.id, 1)?;
+        // SAFETY: as in `get_ref`; the write pin excludes every other pin on the object
+        // (the service refuses them), and the handle's mutable borrow excludes every
+        // other guard of this handle, so this is the only reference to the bytes. The
+        // service only reads them meanwhile (its persists, with this task stopped).
+        let value = unsafe { p.as_mut() };
         Ok(RefMut {
-            value: read_value(self.chan, handle.id)?,
+            value,
             chan: self.chan,
             id: handle.id,
-            changed: false,
             released: false,
-            _handle: PhantomData,
         })
+    }
+
+    /// The service's storage counters ([`OP_STATS`]): what it has written to and read
+    /// from the FRAM so far, and the part its persists wrote.
+    pub fn stats(&self) -> Result<ServiceStats> {
+        let mut buf = [0u8; ServiceStats::BYTES];
+        request(self.chan, [OP_STATS, 0, 0, 0], &mut buf)?;
+        ServiceStats::decode(&buf).ok_or(HeapError::ServiceFailed)
     }
 
     /// A copy of the object.
     pub fn get<T: Persist>(&self, handle: &Handle<T, C>) -> Result<T> {
-        Ok(*self.get_ref(handle)?)
+        let g = self.get_ref(handle)?;
+        let v = *g;
+        g.release()?;
+        Ok(v)
     }
 
-    /// Replaces the object's value (written without reading it first).
+    /// Replaces the object's value.
     pub fn set<T: Persist>(&self, handle: &mut Handle<T, C>, value: T) -> Result<()> {
-        self.owns(handle)?;
-        write_bytes(self.chan, handle.id, bytes_of(&value), false)
+        let mut g = self.get_mut(handle)?;
+        *g = value;
+        g.release()
     }
 
-    /// Changes the object with `f` and writes it back, reporting a failed write-back.
+    /// Changes the object with `f`, reporting a failed unpin.
     pub fn update<T: Persist, R>(
         &self,
         handle: &mut Handle<T, C>,
@@ -238,7 +285,7 @@ impl<T: Persist, C: Channel> Handle<T, C> {
 impl<T: Persist, C: Channel> Drop for Handle<T, C> {
     /// Frees the object; an error is ignored (use [`Heap::free`] to see it).
     fn drop(&mut self) {
-        let _ = request(self.chan, [OP_FREE, self.id.into(), 0, 0], &[], &mut []);
+        let _ = request(self.chan, [OP_FREE, self.id.into(), 0, 0], &mut []);
     }
 }
 
@@ -248,77 +295,77 @@ impl<T: Persist, C: Channel> fmt::Debug for Handle<T, C> {
     }
 }
 
-/// Shared access to a copy of an object; it borrows the handle.
-pub struct Ref<'a, T: Persist> {
-    value: T,
-    _handle: PhantomData<&'a T>,
+/// Shared access to an object in the window; it borrows the handle and holds a read
+/// pin, released by [`Ref::release`] (reporting a failure) or when dropped.
+pub struct Ref<'a, T: Persist, C: Channel = Endpoint> {
+    value: &'a T,
+    chan: C,
+    id: u16,
 }
 
-impl<T: Persist> Deref for Ref<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.value
+impl<T: Persist, C: Channel> Ref<'_, T, C> {
+    /// Releases the pin and reports the result.
+    pub fn release(self) -> Result<()> {
+        let me = ManuallyDrop::new(self);
+        unpin(me.chan, me.id, 0)
     }
 }
 
-impl<T: Persist + fmt::Debug> fmt::Debug for Ref<'_, T> {
+impl<T: Persist, C: Channel> Deref for Ref<'_, T, C> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.value
+    }
+}
+
+impl<T: Persist, C: Channel> Drop for Ref<'_, T, C> {
+    fn drop(&mut self) {
+        let _ = unpin(self.chan, self.id, 0);
+    }
+}
+
+impl<T: Persist + fmt::Debug, C: Channel> fmt::Debug for Ref<'_, T, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.value.fmt(f)
     }
 }
 
-/// Exclusive access to a copy of an object; it borrows the handle mutably.
-///
-/// If the copy was changed (through `DerefMut`), it is written back by
-/// [`RefMut::release`], which reports a failure, or else when the guard is dropped,
-/// which ignores one. An object larger than 256 bytes is written back in pieces; a
-/// failure part way leaves the earlier pieces written.
+/// Exclusive access to an object in the window; it borrows the handle mutably and
+/// holds a write pin, released by [`RefMut::release`] (reporting a failure) or when
+/// dropped. Every change is in the service's cache at once: nothing is copied back.
 pub struct RefMut<'a, T: Persist, C: Channel = Endpoint> {
-    value: T,
+    value: &'a mut T,
     chan: C,
     id: u16,
-    /// `DerefMut` was used: the copy may differ from the object.
-    changed: bool,
-    /// `release` ran: the drop writes nothing.
+    /// `release` ran: the drop sends nothing.
     released: bool,
-    _handle: PhantomData<&'a mut T>,
 }
 
 impl<T: Persist, C: Channel> RefMut<'_, T, C> {
-    /// Writes the copy back (if it was changed) and reports the result.
+    /// Releases the pin and reports the result.
     pub fn release(mut self) -> Result<()> {
         self.released = true;
-        self.write_back()
-    }
-
-    fn write_back(&mut self) -> Result<()> {
-        if !self.changed {
-            return Ok(());
-        }
-        self.changed = false;
-        write_bytes(self.chan, self.id, bytes_of(&self.value), false)
+        unpin(self.chan, self.id, 1)
     }
 }
 
 impl<T: Persist, C: Channel> Deref for RefMut<'_, T, C> {
     type Target = T;
     fn deref(&self) -> &T {
-        &self.value
+        self.value
     }
 }
 
 impl<T: Persist, C: Channel> DerefMut for RefMut<'_, T, C> {
     fn deref_mut(&mut self) -> &mut T {
-        self.changed = true;
-        &mut self.value
+        self.value
     }
 }
 
 impl<T: Persist, C: Channel> Drop for RefMut<'_, T, C> {
-    /// Writes the copy back unless [`RefMut::release`] did; an error is ignored.
     fn drop(&mut self) {
         if !self.released {
-            let _ = self.write_back();
+            let _ = unpin(self.chan, self.id, 1);
         }
     }
 }

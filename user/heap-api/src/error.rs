@@ -33,11 +33,19 @@ pub enum Status {
     CacheFull = 8,
     /// The service failed (its storage, or a broken heap); its console line says why.
     Failed = 9,
+    /// `OP_PIN` of an object pinned in a conflicting way (a write pin while any pin
+    /// exists, or a read pin while a write pin exists), or `OP_FREE` of a pinned object.
+    Pinned = 10,
+    /// `OP_UNPIN` of an object that holds no pin of that mode.
+    NotPinned = 11,
+    /// `OP_PIN` replied an offset and size that do not lie inside the client's window
+    /// or are misaligned for the type (the client library's own check; never sent).
+    BadWindow = 12,
 }
 
 impl Status {
     /// Every status, in code order.
-    pub const ALL: [Status; 10] = [
+    pub const ALL: [Status; 13] = [
         Status::Ok,
         Status::BadRequest,
         Status::NoSuchObject,
@@ -48,6 +56,9 @@ impl Status {
         Status::NvmFull,
         Status::CacheFull,
         Status::Failed,
+        Status::Pinned,
+        Status::NotPinned,
+        Status::BadWindow,
     ];
 
     /// The status with code `n`, or `None` for a code this library does not know.
@@ -68,6 +79,9 @@ impl Status {
             Status::NvmFull => HeapError::NvmFull,
             Status::CacheFull => HeapError::CacheFull,
             Status::Failed => HeapError::ServiceFailed,
+            Status::Pinned => HeapError::Pinned,
+            Status::NotPinned => HeapError::NotPinned,
+            Status::BadWindow => HeapError::BadWindow,
         })
     }
 }
@@ -95,6 +109,12 @@ pub enum HeapError {
     /// The service failed ([`Status::Failed`]) or answered with a status this library
     /// does not know.
     ServiceFailed,
+    /// The object is pinned in a conflicting way ([`Status::Pinned`]).
+    Pinned,
+    /// The object holds no pin of that mode ([`Status::NotPinned`]).
+    NotPinned,
+    /// The service's pin reply points outside the window or is misaligned.
+    BadWindow,
     /// `Heap::from_id`: the object has `stored` bytes, the type `expected`.
     SizeMismatch { stored: u32, expected: u32 },
     /// The handle belongs to another heap service (another endpoint).
@@ -132,6 +152,11 @@ impl fmt::Display for HeapError {
                 f,
                 "the heap object has {stored} bytes but the type has {expected}"
             ),
+            HeapError::Pinned => f.write_str("the heap object is pinned in a conflicting way"),
+            HeapError::NotPinned => f.write_str("the heap object holds no such pin"),
+            HeapError::BadWindow => {
+                f.write_str("the heap service pinned the object outside the client's window")
+            }
             HeapError::WrongHeap => f.write_str("the handle belongs to another heap service"),
             HeapError::BadReply { asked, got } => {
                 write!(
@@ -159,7 +184,7 @@ mod tests {
 
     #[test]
     fn an_unknown_status_is_a_failure_not_a_success_or_a_panic() {
-        assert_eq!(Status::from_u32(10), None);
+        assert_eq!(Status::from_u32(13), None);
         assert_eq!(
             HeapError::check_status(u32::MAX),
             Err(HeapError::ServiceFailed)

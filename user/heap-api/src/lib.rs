@@ -7,33 +7,44 @@
 //!
 //! # Protocol
 //!
-//! A request is a Call on the service's endpoint with four words `[op, a, b, c]` and,
-//! for [`OP_WRITE`], the bytes in the message's bounded copy (at most [`CHUNK`] = 256
-//! bytes). The reply is `[status, value, 0, 0]` ([`Status`]: 0 = success) and, for
-//! [`OP_READ`], the bytes. The service is untyped: an object is a byte string of a
-//! fixed size chosen at allocation; this library gives it a type on the client side.
+//! A request is a Call on the service's endpoint with four words `[op, a, b, c]`; the
+//! reply is `[status, value, extra, 0]` ([`Status`]: 0 = success) and, for
+//! [`OP_STATS`], bytes. The service is untyped: an object is a byte string of a fixed
+//! size chosen at allocation; this library gives it a type on the client side.
 //!
-//! | op | request words | request bytes | reply `value` | reply bytes |
-//! |----|---------------|---------------|---------------|-------------|
-//! | [`OP_ALLOC`] = 1 | `[1, size, 0, 0]` | – | the new object's id | – |
-//! | [`OP_FREE`] = 2 | `[2, id, 0, 0]` | – | 0 | – |
-//! | [`OP_READ`] = 3 | `[3, id, offset, len]`, `len` ≤ 256 | – | 0 | `len` bytes |
-//! | [`OP_WRITE`] = 4 | `[4, id, offset, len]`, `len` ≤ 256 | `len` bytes | 0 | – |
-//! | [`OP_SIZE`] = 5 | `[5, id, 0, 0]` | – | the object's size | – |
+//! | op | request words | reply `value` | reply `extra` / bytes |
+//! |----|---------------|---------------|-----------------------|
+//! | [`OP_ALLOC`] = 1 | `[1, size, 0, 0]` | the new object's id | – |
+//! | [`OP_FREE`] = 2 | `[2, id, 0, 0]` | 0 | – |
+//! | [`OP_SIZE`] = 5 | `[5, id, 0, 0]` | the object's size | – |
+//! | [`OP_STATS`] = 6 | `[6, 0, 0, 0]` | 0 | [`ServiceStats::BYTES`] bytes: [`ServiceStats`] |
+//! | [`OP_PIN`] = 7 | `[7, id, mode, 0]`, mode 0 read, 1 write | offset of the object in the client's window | the object's size |
+//! | [`OP_UNPIN`] = 8 | `[8, id, mode, 0]` | 0 | – |
 //!
-//! A new object holds zeros. Objects belong to the client that allocated them: the
-//! service compares the badge of the endpoint capability a request came through with
-//! the allocator's, so clients given differently badged capabilities cannot reach each
-//! other's objects ([`Status::NotOwner`]). Ids are stable across the service's
-//! persists and across power cuts (they name vNV-Heap objects); an id is reused after
-//! its object is freed.
+//! (Codes 3 and 4 were the copying read and write of the first version; they are gone.)
+//! A new object holds zeros. Each client has a heap of its own in the service (one per
+//! badge of the endpoint capability, each on its own FRAM area), so clients cannot
+//! reach each other's objects at all. Ids are stable across the service's persists and
+//! across power cuts (they name vNV-Heap objects); an id is reused after its object is
+//! freed.
 //!
-//! # Copies, not shared memory
+//! [`OP_STATS`] touches no object: it replies the service's storage counters (bytes and
+//! driver calls written and read since it started, and the part this client's heap's
+//! persists wrote; see [`ServiceStats`]).
 //!
-//! In this first version every access copies: a guard holds a copy of the object in
-//! the client's memory, read through IPC in pieces of at most 256 bytes (an object of
-//! `n` bytes costs `ceil(n / 256)` calls to read and as many to write back). Sharing
-//! the service's cache with clients (zero-copy guards mapped by PMP) is future work.
+//! # Zero copy: guards point into the service's cache
+//!
+//! The service's cache of a client's objects is a memory object mapped both in the
+//! service and in the client (the client's "window", given to [`Heap::new`]). A guard
+//! pins its object ([`OP_PIN`]: loaded into the cache if needed, then neither moved nor
+//! evicted) and derefs straight into the window; dropping or releasing it unpins
+//! ([`OP_UNPIN`]). A read pin excludes write pins, a write pin every other pin, as the
+//! vNV-Heap's guards do; a write pin marks the object dirty, within the heap's dirty
+//! limit. The service keeps every header and bitmap of the heap in its own memory, so
+//! whatever a client writes into its window can only change its own objects' bytes.
+//! Guards may be held across checkpoints and power cuts: the service persists
+//! write-pinned objects too (the client is stopped while it does), and after a restore
+//! it reads every cached object back into the same place before any client runs.
 //!
 //! # Consistency across power cuts
 //!
@@ -53,12 +64,14 @@
 //! // SAFETY: two u32, no padding, every bit pattern valid.
 //! unsafe impl Persist for Reading {}
 //!
-//! let heap = Heap::new(0); // the service's endpoint in slot 0
+//! // SAFETY: the app maps this task's cache window (a memory object shared with the
+//! // service only) at 0x8700_0000, 8 KiB; nothing else in the task touches it.
+//! let heap = unsafe { Heap::new(0, 0x8700_0000, 0x2000) }; // the endpoint in slot 0
 //! let mut r = heap.alloc(Reading { seq: 0, value: 0 })?;
 //! heap.update(&mut r, |r| r.seq += 1)?;
 //! let mut g = heap.get_mut(&mut r)?;
-//! g.value = 7;
-//! g.release()?; // written back; a failure is reported here
+//! g.value = 7; // straight into the service's cache
+//! g.release()?; // unpinned; a failure is reported here
 //! assert_eq!(heap.get(&r)?.value, 7);
 //! heap.free(r)?;
 //! # Ok::<(), amber_heap_api::HeapError>(())
@@ -68,7 +81,7 @@
 //! outlive its handle:
 //!
 //! ```compile_fail,E0597
-//! let heap = amber_heap_api::Heap::new(0);
+//! let heap = unsafe { amber_heap_api::Heap::new(0, 0x8700_0000, 0x2000) };
 //! let g = {
 //!     let h = heap.alloc(1u32).unwrap();
 //!     heap.get_ref(&h).unwrap()
@@ -78,7 +91,7 @@
 //! A `RefMut` needs the handle mutably, so it excludes every other guard:
 //!
 //! ```compile_fail,E0502
-//! let heap = amber_heap_api::Heap::new(0);
+//! let heap = unsafe { amber_heap_api::Heap::new(0, 0x8700_0000, 0x2000) };
 //! let mut h = heap.alloc(1u32).unwrap();
 //! let r = heap.get_ref(&h).unwrap();
 //! let w = heap.get_mut(&mut h).unwrap();
@@ -88,14 +101,14 @@
 //! A read guard gives no mutable access, and handles cannot be copied:
 //!
 //! ```compile_fail,E0594
-//! let heap = amber_heap_api::Heap::new(0);
+//! let heap = unsafe { amber_heap_api::Heap::new(0, 0x8700_0000, 0x2000) };
 //! let h = heap.alloc(1u32).unwrap();
 //! let mut r = heap.get_ref(&h).unwrap();
 //! *r = 2;
 //! ```
 //!
 //! ```compile_fail,E0599
-//! let heap = amber_heap_api::Heap::new(0);
+//! let heap = unsafe { amber_heap_api::Heap::new(0, 0x8700_0000, 0x2000) };
 //! let h = heap.alloc(1u32).unwrap();
 //! let h2 = h.clone();
 //! ```
@@ -105,26 +118,31 @@
 mod channel;
 mod client;
 mod error;
+mod stats;
 #[cfg(test)]
 mod tests;
 
 pub use channel::{Channel, Endpoint};
 pub use client::{Handle, Heap, Ref, RefMut};
 pub use error::{HeapError, Status};
+pub use stats::ServiceStats;
 pub use vnv_heap::{ObjectId, Persist};
 
 /// Allocate an object of `size` bytes (zero-filled); the reply's value is its id.
 pub const OP_ALLOC: u32 = 1;
 /// Free object `id`.
 pub const OP_FREE: u32 = 2;
-/// Read `len` bytes of object `id` from `offset`; the bytes come in the reply.
-pub const OP_READ: u32 = 3;
-/// Write the message's `len` bytes into object `id` at `offset`.
-pub const OP_WRITE: u32 = 4;
 /// The size of object `id`, in the reply's value.
 pub const OP_SIZE: u32 = 5;
+/// The service's storage counters, [`ServiceStats`] encoded in the reply's bytes.
+pub const OP_STATS: u32 = 6;
+/// Pin object `id` (mode 0 read, 1 write); the reply's value is its offset in the
+/// client's window, its extra word its size.
+pub const OP_PIN: u32 = 7;
+/// Release a pin of object `id` made with the same mode.
+pub const OP_UNPIN: u32 = 8;
 
-/// The most bytes one read or write request carries (the kernel's bounded IPC copy).
+/// The most bytes one reply carries (the kernel's bounded IPC copy).
 pub const CHUNK: usize = amber_user::abi::MAX_MSG_BYTES as usize;
 
 /// Result of heap client calls.

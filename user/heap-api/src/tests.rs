@@ -1,76 +1,137 @@
-//! Host tests of the client library against a small model of the service (objects as
-//! byte vectors, owned by a badge). They check the encoding the service sees, the
-//! 256-byte pieces, and the guards' write-back rules; the real service is tested
-//! against this library in `amber-heap-service`. Tests only: nothing here may be used
-//! by the library itself.
+//! Host tests of the client library against a small model of the service: objects
+//! placed in a window (a buffer standing for the shared memory object), pins counted
+//! per object. They check the encoding the service sees, the pin and unpin pairs of
+//! guards, that guards read and write the window itself, and that a bad pin reply is
+//! refused; the real service is tested against this library in `amber-heap-service`.
+//! Tests only: nothing here may be used by the library itself.
 
 use crate::{
-    Channel, Handle, Heap, HeapError, ObjectId, Persist, Status, CHUNK, OP_ALLOC, OP_FREE, OP_READ,
-    OP_SIZE, OP_WRITE,
+    Channel, Handle, Heap, HeapError, ObjectId, Persist, ServiceStats, Status, OP_ALLOC, OP_FREE,
+    OP_PIN, OP_SIZE, OP_STATS, OP_UNPIN,
 };
 use amber_user::Error;
 use std::cell::RefCell;
 use std::vec::Vec;
 
-/// The service model: objects by id, plus a log of the requests it saw.
-#[derive(Default)]
+const WINDOW: usize = 4096;
+
+/// One object of the model: its place in the window, size and pins.
+#[derive(Clone, Copy)]
+struct Obj {
+    off: usize,
+    size: usize,
+    readers: u32,
+    writer: bool,
+}
+
+/// The service model: objects by id, the window, and a log of the requests it saw.
 struct Model {
-    objects: Vec<Option<Vec<u8>>>,
-    /// (op, len of the bytes sent, len of the reply buffer) of every request.
-    log: Vec<(u32, usize, usize)>,
-    /// Fail every write request with this status.
-    fail_writes: Option<Status>,
+    objects: Vec<Option<Obj>>,
+    window: Vec<u64>,
+    next: usize,
+    /// (op, id, mode) of every request.
+    log: Vec<(u32, u32, u32)>,
+    /// Fail every pin request with this status.
+    fail_pins: Option<Status>,
+    /// Reply this offset to every pin.
+    bad_offset: Option<u32>,
+    /// What a stats request replies.
+    stats: ServiceStats,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model {
+            objects: Vec::new(),
+            window: vec![0; WINDOW / 8],
+            next: 0,
+            log: Vec::new(),
+            fail_pins: None,
+            bad_offset: None,
+            stats: ServiceStats::default(),
+        }
+    }
 }
 
 impl Model {
-    fn serve(&mut self, w: [u32; 4], send: &[u8], recv: &mut [u8]) -> ([u32; 4], usize) {
-        self.log.push((w[0], send.len(), recv.len()));
+    fn serve(&mut self, w: [u32; 4], recv: &mut [u8]) -> ([u32; 4], usize) {
+        self.log.push((w[0], w[1], w[2]));
         let reply = |s: Status, v: u32| [s as u32, v, 0, 0];
         let id = w[1] as usize;
         match w[0] {
             OP_ALLOC => {
-                let id = self
-                    .objects
-                    .iter()
-                    .position(Option::is_none)
-                    .unwrap_or_else(|| {
-                        self.objects.push(None);
-                        self.objects.len() - 1
-                    });
-                self.objects[id] = Some(vec![0; w[1] as usize]);
-                (reply(Status::Ok, id as u32), 0)
+                let size = w[1] as usize;
+                let off = self.next;
+                self.next += size.next_multiple_of(8);
+                let bytes = self.bytes();
+                bytes[off..off + size].fill(0);
+                self.objects.push(Some(Obj {
+                    off,
+                    size,
+                    readers: 0,
+                    writer: false,
+                }));
+                (reply(Status::Ok, (self.objects.len() - 1) as u32), 0)
+            }
+            OP_STATS => {
+                let b = self.stats.encode();
+                recv[..b.len()].copy_from_slice(&b);
+                (reply(Status::Ok, 0), b.len())
             }
             op => {
-                let Some(Some(obj)) = self.objects.get_mut(id) else {
+                let fail = self.fail_pins;
+                let bad = self.bad_offset;
+                let Some(Some(o)) = self.objects.get_mut(id) else {
                     return (reply(Status::NoSuchObject, 0), 0);
                 };
-                let (off, len) = (w[2] as usize, w[3] as usize);
+                let write = w[2] == 1;
                 match op {
+                    OP_FREE if o.readers > 0 || o.writer => (reply(Status::Pinned, 0), 0),
                     OP_FREE => {
                         self.objects[id] = None;
                         (reply(Status::Ok, 0), 0)
                     }
-                    OP_SIZE => (reply(Status::Ok, obj.len() as u32), 0),
-                    OP_READ if len <= CHUNK && off + len <= obj.len() => {
-                        recv[..len].copy_from_slice(&obj[off..off + len]);
-                        (reply(Status::Ok, 0), len)
+                    OP_SIZE => (reply(Status::Ok, o.size as u32), 0),
+                    OP_PIN if fail.is_some() => (reply(fail.unwrap_or(Status::Ok), 0), 0),
+                    OP_PIN if o.writer || (write && o.readers > 0) => (reply(Status::Pinned, 0), 0),
+                    OP_PIN => {
+                        if write {
+                            o.writer = true;
+                        } else {
+                            o.readers += 1;
+                        }
+                        let off = bad.unwrap_or(o.off as u32);
+                        ([0, off, o.size as u32, 0], 0)
                     }
-                    OP_WRITE if self.fail_writes.is_some() => {
-                        (reply(self.fail_writes.unwrap_or(Status::Ok), 0), 0)
-                    }
-                    OP_WRITE if len <= CHUNK && len == send.len() && off + len <= obj.len() => {
-                        obj[off..off + len].copy_from_slice(send);
+                    OP_UNPIN if write && o.writer => {
+                        o.writer = false;
                         (reply(Status::Ok, 0), 0)
                     }
-                    OP_READ | OP_WRITE => (reply(Status::OutOfRange, 0), 0),
+                    OP_UNPIN if !write && o.readers > 0 => {
+                        o.readers -= 1;
+                        (reply(Status::Ok, 0), 0)
+                    }
+                    OP_UNPIN => (reply(Status::NotPinned, 0), 0),
                     _ => (reply(Status::BadRequest, 0), 0),
                 }
             }
         }
     }
 
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: the u64 buffer's bytes, borrowed from `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.window.as_mut_ptr().cast(), WINDOW) }
+    }
+
     fn count(&self, op: u32) -> usize {
         self.log.iter().filter(|l| l.0 == op).count()
+    }
+
+    fn pinned(&self) -> bool {
+        self.objects
+            .iter()
+            .flatten()
+            .any(|o| o.readers > 0 || o.writer)
     }
 }
 
@@ -87,11 +148,18 @@ impl Channel for Mock<'_> {
     fn call(
         &self,
         words: [u32; 4],
-        send: &[u8],
+        _send: &[u8],
         recv: &mut [u8],
     ) -> Result<([u32; 4], usize), Error> {
-        Ok(self.0.borrow_mut().serve(words, send, recv))
+        Ok(self.0.borrow_mut().serve(words, recv))
     }
+}
+
+fn heap(m: &RefCell<Model>) -> Heap<Mock<'_>> {
+    let base = m.borrow_mut().window.as_mut_ptr() as usize;
+    // SAFETY: the model's window is a buffer that outlives the heap and that the
+    // tests touch only through the model's `bytes` while no guard lives.
+    unsafe { Heap::with_channel(Mock(m), base, WINDOW) }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -113,7 +181,7 @@ fn big(seed: u32) -> Big {
 #[test]
 fn an_allocated_value_reads_back_and_survives_into_id_and_from_id() {
     let m = RefCell::new(Model::default());
-    let heap = Heap::with_channel(Mock(&m));
+    let heap = heap(&m);
     let h = heap.alloc(0x1234_5678u32).unwrap();
     assert_eq!(heap.get(&h).unwrap(), 0x1234_5678);
     let id = h.into_id();
@@ -124,106 +192,95 @@ fn an_allocated_value_reads_back_and_survives_into_id_and_from_id() {
     );
     let h: Handle<u32, _> = heap.from_id(id).unwrap();
     assert_eq!(heap.get(&h).unwrap(), 0x1234_5678);
+    assert!(!m.borrow().pinned());
 }
 
 #[test]
-fn objects_larger_than_one_message_move_in_pieces_of_at_most_256_bytes() {
+fn guards_read_and_write_the_window_itself_with_one_pin_and_one_unpin() {
     let m = RefCell::new(Model::default());
-    let heap = Heap::with_channel(Mock(&m));
+    let heap = heap(&m);
     let mut h = heap.alloc(big(1)).unwrap();
-    assert_eq!(heap.get(&h).unwrap(), big(1));
-    heap.set(&mut h, big(2)).unwrap();
-    assert_eq!(heap.get(&h).unwrap(), big(2));
-    let log = &m.borrow().log;
-    assert!(
-        log.iter().all(|&(_, s, r)| s <= CHUNK && r <= CHUNK),
-        "no request may carry more than the kernel's bounded copy"
-    );
-    // 600 bytes: 3 pieces per read or write.
-    assert_eq!(m.borrow().count(OP_WRITE), 6);
-    assert_eq!(m.borrow().count(OP_READ), 6);
-}
-
-#[test]
-fn alloc_sends_no_piece_that_is_all_zeros() {
-    let m = RefCell::new(Model::default());
-    let heap = Heap::with_channel(Mock(&m));
-    let mut v = Big { words: [0; 150] };
-    v.words[149] = 7;
-    let h = heap.alloc(v).unwrap();
-    assert_eq!(
-        m.borrow().count(OP_WRITE),
-        1,
-        "only the last piece is not zero"
-    );
-    assert_eq!(heap.get(&h).unwrap(), v);
-}
-
-#[test]
-fn a_ref_mut_writes_back_on_release_and_on_drop_but_not_when_unchanged() {
-    let m = RefCell::new(Model::default());
-    let heap = Heap::with_channel(Mock(&m));
-    let mut h = heap.alloc(1u64).unwrap();
-    let writes = || m.borrow().count(OP_WRITE);
-    let before = writes();
-    {
-        let g = heap.get_mut(&mut h).unwrap();
-        assert_eq!(*g, 1);
-    }
-    assert_eq!(writes(), before, "a guard only read must not write");
+    let before = m.borrow().log.len();
     {
         let mut g = heap.get_mut(&mut h).unwrap();
-        *g = 2;
+        g.words[3] = 99;
+        assert!(m.borrow().objects[0].unwrap().writer);
     }
-    assert_eq!(heap.get(&h).unwrap(), 2, "drop writes back");
-    let mut g = heap.get_mut(&mut h).unwrap();
-    *g = 3;
-    g.release().unwrap();
-    assert_eq!(heap.get(&h).unwrap(), 3, "release writes back");
     assert_eq!(
-        writes(),
-        before + 2,
-        "release must not write a second time on drop"
+        m.borrow().log[before..],
+        [(OP_PIN, 0, 1), (OP_UNPIN, 0, 1)],
+        "a 600-byte object is one pin, however large"
     );
-    assert_eq!(heap.update(&mut h, |v| *v * 10).unwrap(), 30);
-    assert_eq!(
-        heap.get(&h).unwrap(),
-        3,
-        "update's closure result is not stored"
-    );
+    // The write went to the window, where the service sees it.
+    let off = m.borrow().objects[0].unwrap().off;
+    let b = m.borrow_mut().bytes()[off + 12..off + 16].to_vec();
+    assert_eq!(b, 99u32.to_ne_bytes());
+    let r1 = heap.get_ref(&h).unwrap();
+    let r2 = heap.get_ref(&h).unwrap();
+    assert_eq!(r1.words[3], 99);
+    assert_eq!(m.borrow().objects[0].unwrap().readers, 2);
+    r1.release().unwrap();
+    drop(r2);
+    assert!(!m.borrow().pinned());
+}
+
+#[test]
+fn alloc_of_zeros_sends_no_pin() {
+    let m = RefCell::new(Model::default());
+    let heap = heap(&m);
+    let h = heap.alloc(Big { words: [0; 150] }).unwrap();
+    assert_eq!(m.borrow().count(OP_PIN), 0);
+    let mut v = Big { words: [0; 150] };
+    v.words[149] = 7;
+    let h2 = heap.alloc(v).unwrap();
+    assert_eq!(m.borrow().count(OP_PIN), 1);
+    assert_eq!(heap.get(&h2).unwrap(), v);
+    assert_eq!(heap.get(&h).unwrap(), Big { words: [0; 150] });
+}
+
+#[test]
+fn update_and_set_unpin_and_report_a_failed_unpin() {
+    let m = RefCell::new(Model::default());
+    let heap = heap(&m);
+    let mut h = heap.alloc(1u64).unwrap();
+    assert_eq!(heap.update(&mut h, |v| *v * 10).unwrap(), 10);
     heap.update(&mut h, |v| *v += 1).unwrap();
-    assert_eq!(heap.get(&h).unwrap(), 4);
+    let v = heap.get(&h).unwrap();
+    heap.set(&mut h, v + 1).unwrap();
+    assert_eq!(heap.get(&h).unwrap(), 3);
+    assert!(!m.borrow().pinned());
+    let g = heap.get_mut(&mut h).unwrap();
+    m.borrow_mut().objects[0].as_mut().unwrap().writer = false;
+    assert_eq!(g.release(), Err(HeapError::NotPinned));
 }
 
 #[test]
-fn a_failed_write_back_is_reported_by_release_and_update() {
+fn a_refused_pin_is_reported_and_a_failed_alloc_store_frees_the_object() {
     let m = RefCell::new(Model::default());
-    let heap = Heap::with_channel(Mock(&m));
+    let heap = heap(&m);
     let mut h = heap.alloc(1u32).unwrap();
-    m.borrow_mut().fail_writes = Some(Status::Failed);
-    let mut g = heap.get_mut(&mut h).unwrap();
-    *g = 5;
-    assert_eq!(g.release(), Err(HeapError::ServiceFailed));
-    assert_eq!(
-        heap.update(&mut h, |v| *v = 6),
-        Err(HeapError::ServiceFailed)
-    );
-}
-
-#[test]
-fn a_failed_alloc_write_frees_the_new_object() {
-    let m = RefCell::new(Model::default());
-    let heap = Heap::with_channel(Mock(&m));
-    m.borrow_mut().fail_writes = Some(Status::CacheFull);
+    m.borrow_mut().fail_pins = Some(Status::CacheFull);
+    assert_eq!(heap.get_mut(&mut h).unwrap_err(), HeapError::CacheFull);
     assert_eq!(heap.alloc(9u32).unwrap_err(), HeapError::CacheFull);
     assert_eq!(m.borrow().count(OP_FREE), 1);
-    assert!(m.borrow().objects.iter().all(Option::is_none));
+}
+
+#[test]
+fn a_pin_reply_outside_the_window_or_misaligned_is_refused_and_unpinned() {
+    let m = RefCell::new(Model::default());
+    let heap = heap(&m);
+    let h = heap.alloc(1u64).unwrap();
+    for bad in [WINDOW as u32 - 4, u32::MAX, 4] {
+        m.borrow_mut().bad_offset = Some(bad);
+        assert_eq!(heap.get_ref(&h).unwrap_err(), HeapError::BadWindow);
+        assert!(!m.borrow().pinned(), "the refused pin is released");
+    }
 }
 
 #[test]
 fn free_and_drop_free_the_object_once() {
     let m = RefCell::new(Model::default());
-    let heap = Heap::with_channel(Mock(&m));
+    let heap = heap(&m);
     let h = heap.alloc(1u8).unwrap();
     heap.free(h).unwrap();
     assert_eq!(m.borrow().count(OP_FREE), 1);
@@ -234,7 +291,7 @@ fn free_and_drop_free_the_object_once() {
 #[test]
 fn from_id_refuses_a_missing_object_and_another_size() {
     let m = RefCell::new(Model::default());
-    let heap = Heap::with_channel(Mock(&m));
+    let heap = heap(&m);
     let id = heap.alloc(1u32).unwrap().into_id();
     assert_eq!(
         heap.from_id::<u64>(id).unwrap_err(),
@@ -247,6 +304,7 @@ fn from_id_refuses_a_missing_object_and_another_size() {
         heap.from_id::<u32>(ObjectId::from_raw(77)).unwrap_err(),
         HeapError::NoSuchObject
     );
+    assert_eq!(m.borrow().count(OP_SIZE), 2);
 }
 
 #[test]
@@ -255,7 +313,7 @@ fn a_handle_is_refused_by_another_heap() {
         RefCell::new(Model::default()),
         RefCell::new(Model::default()),
     );
-    let (h1, h2) = (Heap::with_channel(Mock(&m1)), Heap::with_channel(Mock(&m2)));
+    let (h1, h2) = (heap(&m1), heap(&m2));
     let h = h1.alloc(1u32).unwrap();
     assert_eq!(h2.get(&h).unwrap_err(), HeapError::WrongHeap);
     assert_eq!(h2.free(h).unwrap_err(), HeapError::WrongHeap);
@@ -267,20 +325,20 @@ fn a_handle_is_refused_by_another_heap() {
 }
 
 #[test]
-fn a_short_read_reply_is_an_error_not_a_partial_value() {
-    #[derive(Clone, Copy, PartialEq)]
-    struct Short;
-    impl Channel for Short {
-        fn call(&self, w: [u32; 4], _: &[u8], _: &mut [u8]) -> Result<([u32; 4], usize), Error> {
-            let got = if w[0] == OP_READ { 2 } else { 0 };
-            Ok(([0, if w[0] == OP_ALLOC { 3 } else { 0 }, 0, 0], got))
-        }
-    }
-    let heap = Heap::with_channel(Short);
-    let h = heap.alloc(1u32).unwrap();
-    assert_eq!(
-        heap.get(&h).unwrap_err(),
-        HeapError::BadReply { asked: 4, got: 2 }
-    );
-    let _ = h.into_id();
+fn stats_asks_once_with_no_object_and_decodes_the_reply() {
+    let m = RefCell::new(Model::default());
+    let heap = heap(&m);
+    let s = ServiceStats {
+        dirty_limit: 1024,
+        persists: 3,
+        persist_bytes: 600,
+        persist_writes: 9,
+        bytes_written: 1000,
+        writes: 20,
+        bytes_read: 77,
+        reads: 5,
+    };
+    m.borrow_mut().stats = s;
+    assert_eq!(heap.stats().unwrap(), s);
+    assert_eq!(m.borrow().log, [(OP_STATS, 0, 0)], "one request, no object");
 }

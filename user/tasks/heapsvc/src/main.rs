@@ -1,24 +1,43 @@
-//! heapsvc: the heap service task. It hosts a vNV-Heap whose storage is the SPI FRAM
-//! reached through the SPI driver (endpoint, slot 0) and whose cache is the "heap"
-//! memory object (slot 3: RAM the kernel does not checkpoint), and serves objects to
-//! clients on its own endpoint (slot 1; protocol in `amber-heap-api`, logic in
-//! `amber-heap-service`). The heap's metadata and this task's state are ordinary task
-//! memory, checkpointed by the kernel.
+//! heapsvc: the heap service task. It hosts one vNV-Heap per client (badge 1 to
+//! `CLIENTS` of its endpoint capability), each on its own area of the SPI FRAM reached
+//! through the SPI driver (endpoint, slot 0), and serves objects to clients on its own
+//! endpoint (slot 1; protocol in `amber-heap-api`, logic in `amber-heap-service`). Each
+//! heap is split: its arena (object bytes only) is a "heap" memory object (slots 3 and
+//! on: RAM the kernel does not checkpoint) shared with that client alone, whose guards
+//! point straight into it; its metadata and this task's state are ordinary task memory,
+//! checkpointed by the kernel.
 //!
 //! It is a persist callback (commit watch on the notification, slot 2): before every
 //! checkpoint the kernel interrupts its `recv`, and it persists the heap, so the FRAM
 //! as the checkpoint commits it is exactly the heap as the checkpointed memory knows
-//! it. After a restore it reopens the heap from the FRAM (the cache's contents are
-//! gone). It keeps enough room in the driver's ring for one request and one persist,
-//! and the ring bytes written since the last checkpoint under `PENDING_CAP`, asking
-//! for a checkpoint itself before either is crossed: a persist never meets a full ring
-//! (the driver would ask for a checkpoint in the middle of one), and no read walks
-//! more pending entries than the instruction bounds assume. At start it measures the
-//! driver's calls and prints the persist bound; every 200 persists it prints the
-//! largest ones.
+//! it. After a restore (the kernel runs a persist phase then too, before any client)
+//! it reads every cached object back from the FRAM into its place in the arena (whose
+//! contents are gone), so that guards the clients held across the checkpoint find their
+//! bytes where they were. It keeps enough room in the driver's ring for one request and one persist,
+//! and the ring bytes written since the last checkpoint under its pending cap (24 KiB,
+//! or that reserve if it is larger), asking for a checkpoint itself before either is
+//! crossed: a persist never meets a full ring (the driver would ask for a checkpoint
+//! in the middle of one), and no read walks more pending entries than the instruction
+//! bounds assume. At start it measures the driver's calls and prints the persist
+//! bound; every 200 persists it prints the largest ones. It answers `OP_STATS` with
+//! its storage counters (what it wrote to the FRAM, and the part its persists wrote).
 //!
-//! It must never keep a handle or guard across a `recv` (a persist would find it
-//! pinned), never reply before a request's heap work is done, and never go on after a
+//! The heap's dirty limit is set when the task is built: the environment variable
+//! `AMBER_HEAP_MAX_DIRTY` (decimal bytes; an app sets it with `env = {
+//! AMBER_HEAP_MAX_DIRTY = "..." }` on this task), 1024 when unset. It must be at least
+//! one 256-byte chunk and its overhead (272; checked at compile time) and at most what
+//! the driver's ring allows (`max_dirty_for_ring`: 7326 for this configuration;
+//! checked at start: above it the task prints the largest and ends, exit code 4). Every
+//! bound it prints and declares (persist, phase, ring reserve, pending cap) is
+//! computed from the limit it was built with.
+//!
+//! The number of clients is set when the task is built: `AMBER_HEAP_CLIENTS` (1 or 2,
+//! 2 when unset); client `i` (badge `i + 1`) has the arena at `CACHE_BASE + i * 8 KiB`
+//! (8 KiB, capability slot `3 + i`), 48 ids, 24 KiB of NVM data at `i * 128 KiB`. Every
+//! bound covers all heaps: a persist phase persists each.
+//!
+//! It must never keep a handle or guard of its own across a `recv` (the clients' pins
+//! are the heap's state, which persist handles), never reply before a request's heap work is done, and never go on after a
 //! failed persist (the checkpoint would commit a heap that is not on the FRAM): its
 //! fault policy is "end".
 
@@ -26,8 +45,8 @@
 
 use amber_heap_api::{Status, CHUNK};
 use amber_heap_service::{
-    persist_bound, phase_bound, ring_reserve, InstrModel, Overrun, PersistBound, PersistCost,
-    PersistLog, Service, SpiPort, SpiStorage, StorageStats,
+    max_dirty_for_ring, persist_bound, persist_work, phase_bound, ring_reserve, InstrModel,
+    Overrun, PersistBound, PersistCost, PersistLog, Service, SpiPort, SpiStorage, StorageStats,
 };
 use amber_spi_api::{ring_bytes, SpiError};
 use amber_user::abi::NO_SLOT;
@@ -45,27 +64,104 @@ const ENDPOINT: u32 = 1;
 const NOTIFICATION: u32 = 2;
 const RESTORED: u32 = 1 << 1;
 
-/// The "heap" memory object of the app description (slot 3).
+/// The first client's arena, the "heap" memory object of the app description (slot
+/// 3); client `i`'s is `ARENA_BYTES * i` further (slot `3 + i`).
 const CACHE_BASE: usize = 0x8700_0000;
-const CACHE_BYTES: u32 = 8 * 1024;
-/// The MB85RS4MT behind the driver: this app gives the heap the whole chip.
-const FRAM_BYTES: u32 = 512 * 1024;
-/// Largest client object: four 256-byte chunks.
-const MAX_OBJECT: u32 = 1024;
-/// The heap: 96 ids, 48 KiB of data (each object kept twice) from FRAM address 0, a
-/// dirty limit of 1 KiB (which bounds a persist).
-const CONFIG: Config = Config {
-    max_dirty_bytes: 1024,
-    max_objects: 96,
-    nvm_offset: 0,
-    nvm_data_bytes: 48 * 1024,
-    cache_bytes: CACHE_BYTES,
+const ARENA_BYTES: u32 = 8 * 1024;
+/// Clients (and heaps): `AMBER_HEAP_CLIENTS` at build time, else 2.
+const CLIENTS: usize = match option_env!("AMBER_HEAP_CLIENTS") {
+    Some(s) => parse_bytes(s) as usize,
+    None => 2,
 };
+const _: () = assert!(
+    CLIENTS >= 1 && CLIENTS <= 2,
+    "AMBER_HEAP_CLIENTS must be 1 or 2 (a task holds at most 3 memory capabilities)"
+);
+/// The MB85RS4MT behind the driver: this app gives the heaps the whole chip.
+const FRAM_BYTES: u32 = 512 * 1024;
+/// FRAM per heap (each heap's layout ends well inside it).
+const HEAP_STRIDE: u32 = 128 * 1024;
+/// Largest client object: 1 KiB, or less if a write pin of it would not fit the dirty
+/// limit (the object is one piece in the arena, dirty as a whole).
+const MAX_OBJECT: u32 = if MAX_DIRTY - Config::DIRTY_OVERHEAD < 1024 {
+    MAX_DIRTY - Config::DIRTY_OVERHEAD
+} else {
+    1024
+};
+/// The dirty limit: `AMBER_HEAP_MAX_DIRTY` at build time, else 1 KiB (see the file
+/// doc).
+const MAX_DIRTY: u32 = match option_env!("AMBER_HEAP_MAX_DIRTY") {
+    Some(s) => parse_bytes(s),
+    None => 1024,
+};
+const _: () = assert!(
+    MAX_DIRTY >= CHUNK as u32 + Config::DIRTY_OVERHEAD,
+    "AMBER_HEAP_MAX_DIRTY must hold one dirty 256-byte chunk (272 bytes)"
+);
+/// Each heap: 48 ids, 24 KiB of data (each object kept twice), a dirty limit of
+/// `MAX_DIRTY` (which bounds a persist), an 8 KiB arena and its metadata in this
+/// task's memory. Client `i`'s is at FRAM address `i * HEAP_STRIDE` ([`config`]).
+const BASE_CONFIG: Config = Config {
+    max_dirty_bytes: MAX_DIRTY,
+    max_objects: 48,
+    nvm_offset: 0,
+    nvm_data_bytes: 24 * 1024,
+    cache_bytes: 0,
+};
+/// Bytes of one heap's metadata buffer (bitmaps, a 4-byte header per arena unit).
+const META_BYTES: u32 = BASE_CONFIG.split_metadata_bytes(ARENA_BYTES);
+/// The configuration every bound is computed from (offset 0; the others differ in
+/// their offset only).
+const CONFIG: Config = Config {
+    cache_bytes: ARENA_BYTES + META_BYTES,
+    ..BASE_CONFIG
+};
+const _: () = assert!(CLIENTS as u32 * HEAP_STRIDE <= FRAM_BYTES - 1024);
+
+/// Client `i`'s heap configuration.
+const fn config(i: usize) -> Config {
+    Config {
+        nvm_offset: i as u32 * HEAP_STRIDE,
+        ..CONFIG
+    }
+}
 /// Where the start-up measurement of driver calls writes: past the heap, never read.
 const PROBE_ADDR: u32 = FRAM_BYTES - 1024;
-/// The most ring bytes this task lets wait in the driver (written since the last
-/// checkpoint): every read walks them, so the instruction bounds assume this many.
-const PENDING_CAP: u32 = 16 * 1024;
+/// The smallest pending cap. The cap is the most ring bytes this task lets wait in the
+/// driver (written since the last checkpoint): every read walks them, so the
+/// instruction bounds assume the cap. It is this or the ring reserve, whichever is
+/// larger (a larger dirty limit needs a larger reserve, and the cap must leave room
+/// for one request and a persist). 24 KiB: with two heaps the reserve (one request and
+/// two persists) is about 16 KiB, and the cap leaves about 8 KiB of requests between
+/// the checkpoints this task asks for.
+const PENDING_CAP_MIN: u32 = 24 * 1024;
+/// The driver's ring: the 64 KiB ring area of the app (as `spidrv` places it), less
+/// the ring's header.
+const RING_CAPACITY: u32 = amber_vring::layout::capacity_for(64 * 1024);
+
+/// A decimal number of bytes, evaluated at compile time: anything else (empty, a
+/// non-digit, above `u32::MAX`) stops the build with the reason.
+const fn parse_bytes(s: &str) -> u32 {
+    let b = s.as_bytes();
+    assert!(!b.is_empty(), "an AMBER_HEAP_* variable is empty");
+    let mut v: u32 = 0;
+    let mut i = 0;
+    while i < b.len() {
+        assert!(
+            b[i].is_ascii_digit(),
+            "AMBER_HEAP_* variables must be decimal numbers"
+        );
+        v = match v.checked_mul(10) {
+            Some(t) => match t.checked_add((b[i] - b'0') as u32) {
+                Some(t) => t,
+                None => panic!("an AMBER_HEAP_* variable is too large"),
+            },
+            None => panic!("an AMBER_HEAP_* variable is too large"),
+        };
+        i += 1;
+    }
+    v
+}
 
 /// The commit watch. The watched value is not used (commit bits 0); the watch makes
 /// this task a persist callback and reports restores.
@@ -84,24 +180,38 @@ impl SpiPort for Driver {
     }
 }
 
-/// The cache buffer: the heap memory object.
+/// The heaps' metadata buffers (checkpointed task memory), 8-aligned.
+static mut META: [[u64; META_BYTES as usize / 8]; CLIENTS] =
+    [[0; META_BYTES as usize / 8]; CLIENTS];
+const _: () = assert!(META_BYTES.is_multiple_of(8));
+
+/// Client `i`'s metadata buffer and arena (its shared memory object).
 ///
 /// # Safety
 ///
-/// The caller must hold no other reference to the buffer: call it only when no heap
-/// (the one user of the buffer) exists.
-unsafe fn cache() -> &'static mut [u8] {
-    // SAFETY: the app grants this task [CACHE_BASE, CACHE_BASE + CACHE_BYTES) with read
-    // and write (slot 3), mapped by PMP, and no other task; the caller guarantees there
-    // is no other reference to it.
-    unsafe { core::slice::from_raw_parts_mut(CACHE_BASE as *mut u8, CACHE_BYTES as usize) }
+/// Call once per client, before its heap exists: the heap is the buffers' one user
+/// in this task.
+unsafe fn buffers(i: usize) -> (&'static mut [u8], &'static mut [u8]) {
+    // SAFETY: the caller calls this once for `i < CLIENTS`, so the metadata buffer has
+    // no other reference; its u64 words are `META_BYTES` initialized bytes.
+    let meta = unsafe {
+        let m = &mut *core::ptr::addr_of_mut!(META[i]);
+        core::slice::from_raw_parts_mut(m.as_mut_ptr().cast::<u8>(), META_BYTES as usize)
+    };
+    let base = CACHE_BASE + i * ARENA_BYTES as usize;
+    // SAFETY: the app grants this task [base, base + ARENA_BYTES) with read and write
+    // (slot 3 + i), mapped by PMP, shared with client i alone, which reaches it only
+    // through the pins the heap hands out (the heap never holds a reference into it
+    // either: it treats it as memory another task writes).
+    let arena = unsafe { core::slice::from_raw_parts_mut(base as *mut u8, ARENA_BYTES as usize) };
+    (meta, arena)
 }
 
 type Svc<'s> = Service<'static, SpiStorage<'s, Driver>>;
 
-/// The service and what it keeps about its persists.
+/// The services (one per client) and what this task keeps about its persists.
 struct Heapsvc<'s> {
-    svc: Svc<'s>,
+    svcs: [Svc<'s>; CLIENTS],
     stats: &'s Cell<StorageStats>,
     log: PersistLog,
     bound: PersistBound,
@@ -109,6 +219,8 @@ struct Heapsvc<'s> {
     phase: u32,
     /// Ring bytes one request and one persist may write (see `serve`).
     reserve: u32,
+    /// The most ring bytes let wait in the driver (see `PENDING_CAP_MIN`).
+    pending_cap: u32,
     /// `StorageStats::ring_written` when the last checkpoint was taken: the driver has
     /// applied (or will, before it serves the next call) everything written before.
     ring_at_checkpoint: u64,
@@ -119,6 +231,20 @@ struct Heapsvc<'s> {
 }
 
 fn main() {
+    // One request and one persist of every heap.
+    let others = (CLIENTS - 1) as u64;
+    let reserve = u32::try_from(
+        u64::from(ring_reserve(&CONFIG, MAX_OBJECT)) + others * persist_work(&CONFIG).ring_bytes(),
+    )
+    .unwrap_or(u32::MAX);
+    if reserve > RING_CAPACITY {
+        println!(
+            "heapsvc: dirty limit {MAX_DIRTY} bytes needs a ring reserve of {reserve} bytes, above the driver's ring of {RING_CAPACITY}; the largest limit it allows is {} (AMBER_HEAP_MAX_DIRTY)",
+            max_dirty_for_ring(&CONFIG, MAX_OBJECT, RING_CAPACITY).unwrap_or(0)
+        );
+        exit(4);
+    }
+    let pending_cap = reserve.max(PENDING_CAP_MIN);
     // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
     // stopped for a checkpoint, and this task never reads it.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
@@ -137,24 +263,36 @@ fn main() {
         ring_written: probed,
         ..StorageStats::default()
     });
-    let storage = SpiStorage::new(Driver, FRAM_BYTES, &stats);
-    // SAFETY: no heap exists yet, so nothing else refers to the cache.
-    let svc = match Service::format(storage, unsafe { cache() }, CONFIG, MAX_OBJECT) {
-        Ok(s) => s,
-        Err(e) => {
-            println!("heapsvc: cannot format the heap: {e}");
-            exit(1);
+    let svcs = core::array::from_fn(|i| {
+        let storage = SpiStorage::new(Driver, FRAM_BYTES, &stats);
+        // SAFETY: called once per client, before its heap exists.
+        let (meta, arena) = unsafe { buffers(i) };
+        match Service::format(storage, meta, arena, config(i), MAX_OBJECT) {
+            Ok(s) => s,
+            Err(e) => {
+                println!("heapsvc: cannot format heap {i}: {e}");
+                exit(1);
+            }
         }
-    };
+    });
     let model = InstrModel::QEMU_SPIDRV;
+    let one = persist_bound(&CONFIG, pending_cap, &model);
+    let n = CLIENTS as u64;
     let mut h = Heapsvc {
-        svc,
+        svcs,
         stats: &stats,
         log: PersistLog::default(),
-        bound: persist_bound(&CONFIG, PENDING_CAP, &model),
-        phase: u32::try_from(phase_bound(&CONFIG, MAX_OBJECT, PENDING_CAP, &model))
-            .unwrap_or(u32::MAX),
-        reserve: ring_reserve(&CONFIG, MAX_OBJECT),
+        bound: PersistBound {
+            bytes: n * one.bytes,
+            writes: n * one.writes,
+            instructions: n * one.instructions,
+        },
+        phase: u32::try_from(
+            phase_bound(&CONFIG, MAX_OBJECT, pending_cap, &model) + others * one.instructions,
+        )
+        .unwrap_or(u32::MAX),
+        reserve,
+        pending_cap,
         ring_at_checkpoint: 0,
         own_checkpoints: 0,
         unreported: None,
@@ -164,13 +302,15 @@ fn main() {
         h.bound.bytes, h.bound.writes, h.bound.instructions
     );
     println!(
-        "heapsvc: {} object ids, {} KiB of NVM data, {} KiB cache, dirty limit {} bytes; ring reserve {} bytes, at most {} pending; persist phase bound {} instructions",
+        "heapsvc: {} heaps (one per client), each {} object ids, {} KiB of NVM data, {} KiB arena shared with its client and {} bytes of metadata, dirty limit {} bytes; ring reserve {} bytes, at most {} pending; persist phase bound {} instructions",
+        CLIENTS,
         CONFIG.max_objects,
         CONFIG.nvm_data_bytes / 1024,
-        CACHE_BYTES / 1024,
+        ARENA_BYTES / 1024,
+        META_BYTES,
         CONFIG.max_dirty_bytes,
         h.reserve,
-        PENDING_CAP,
+        h.pending_cap,
         h.phase
     );
     // The formatted heap reaches the FRAM with the next checkpoint, whose persist the
@@ -185,18 +325,17 @@ impl Heapsvc<'_> {
         let mut out = [0u8; CHUNK];
         loop {
             if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
-                self.reopen();
+                self.reload();
             }
             let st = self.stats.get();
             let pending = st.ring_written - self.ring_at_checkpoint;
             if st.ring_free.is_some_and(|free| free < self.reserve)
-                || pending + u64::from(self.reserve) > u64::from(PENDING_CAP)
+                || pending + u64::from(self.reserve) > u64::from(self.pending_cap)
             {
                 // Room for one more request and the persist after it, no more: take a
                 // checkpoint now, which makes the whole ring visible and lets the
                 // driver apply and drop it.
                 self.own_checkpoints += 1;
-                self.persist();
                 self.checkpoint();
             }
             let mut d = IpcDesc {
@@ -217,7 +356,13 @@ impl Heapsvc<'_> {
                 Err(e) => println!("heapsvc: recv failed: {e}"),
                 Ok((words, badge)) => {
                     let n = (d.got_len as usize).min(CHUNK);
-                    let (back, len) = self.svc.handle(words, badge, &input[..n], &mut out);
+                    let (back, len) = match badge
+                        .checked_sub(1)
+                        .and_then(|i| self.svcs.get_mut(i as usize))
+                    {
+                        Some(svc) => svc.handle(words, badge, &input[..n], &mut out),
+                        None => ([Status::BadRequest as u32, 0, 0, 0], 0),
+                    };
                     if back[0] == Status::Failed as u32 {
                         self.report_failure();
                     }
@@ -234,31 +379,28 @@ impl Heapsvc<'_> {
         }
     }
 
-    /// After a restore: the cache is gone and the FRAM holds the heap of the persist
-    /// made right before the restored checkpoint; open it from there.
-    fn reopen(&mut self) {
+    /// After a restore: the arenas are gone, the heaps' metadata and the FRAM are as
+    /// the restored checkpoint's persist left them; read every cached object back into
+    /// its place (no client runs before this task's `persist_done`).
+    fn reload(&mut self) {
         // The driver reopened its ring: nothing of it is pending any more.
         self.checkpointed();
-        let fresh_cache = || {
-            // SAFETY: `reopen` calls this after dropping the old heap, the buffer's only
-            // user.
-            unsafe { cache() }
-        };
-        match self.svc.reopen(fresh_cache) {
-            Ok(()) => {
-                if let Some(h) = self.svc.heap() {
-                    println!(
-                        "heapsvc: reopened after restore: {} objects, epoch {}",
-                        h.live_count(),
-                        h.committed_epoch()
-                    );
-                }
-            }
-            Err(e) => {
-                println!("heapsvc: cannot reopen the heap after a restore: {e}");
+        let (mut live, mut cached) = (0, 0);
+        for (i, svc) in self.svcs.iter_mut().enumerate() {
+            if let Err(e) = svc.reload() {
+                println!("heapsvc: cannot reload heap {i} after a restore: {e}");
                 exit(2);
             }
+            if let Some(h) = svc.heap() {
+                live += h.live_count();
+                cached += h.resident_count();
+            }
         }
+        // The QEMU power-failure test waits for "heapsvc: reloaded after restore".
+        println!(
+            "heapsvc: reloaded after restore: {} heaps, {live} objects, {cached} cached objects read back in place",
+            self.svcs.len()
+        );
     }
 
     /// Persists the heap and measures it; a failed persist ends the task (see the file
@@ -266,7 +408,10 @@ impl Heapsvc<'_> {
     fn persist(&mut self) {
         let before = self.stats.get();
         let start = instret();
-        let r = self.svc.persist();
+        let mut r = Ok(());
+        for svc in &mut self.svcs {
+            r = r.and(svc.persist());
+        }
         let instructions = instret().wrapping_sub(start);
         let d = self.stats.get().since(&before);
         let cost = PersistCost {
@@ -317,19 +462,19 @@ impl Heapsvc<'_> {
         }
     }
 
-    /// Gets a checkpoint right after a persist, then reports the persist made for it.
-    ///
-    /// If the kernel began a persist phase while this task persisted, this task is
-    /// asked to persist: `PersistDone` ends that phase, declaring this task's bound
-    /// for the power-failure report, and its checkpoint is the one wanted (a
-    /// `Checkpoint` call would end it too, but declares no bound). Otherwise
-    /// (`WrongState`) it asks for a checkpoint.
+    /// Asks for a checkpoint. The kernel stops every client first and answers
+    /// `Interrupted`: this task persists with the world stopped (so no client writes
+    /// into a window between the persist and the checkpoint) and `PersistDone` brings
+    /// the checkpoint, as in every persist phase.
     fn checkpoint(&mut self) {
-        let r = match persist_done(self.phase) {
-            Ok(()) => Ok(()),
-            Err(_) => checkpoint(),
-        };
-        match r {
+        match checkpoint() {
+            Err(Error::Interrupted) => {
+                self.persist();
+                match persist_done(self.phase) {
+                    Ok(()) => self.checkpointed(),
+                    Err(e) => println!("heapsvc: persist done refused: {e}"),
+                }
+            }
             Ok(()) => self.checkpointed(),
             Err(e) => println!("heapsvc: checkpoint failed: {e}"),
         }
@@ -349,8 +494,10 @@ impl Heapsvc<'_> {
     }
 
     fn report_failure(&mut self) {
-        if let Some(e) = self.svc.take_failure() {
-            println!("heapsvc: request failed: {e}");
+        for svc in &mut self.svcs {
+            if let Some(e) = svc.take_failure() {
+                println!("heapsvc: request failed: {e}");
+            }
         }
         if let Some(e) = self.stats.get().failure {
             println!("heapsvc: the SPI driver refused a call: {e:?}");

@@ -1,13 +1,15 @@
-//! kvstore: a key-value store over the heap service (endpoint, slot 0), and a crash
-//! workload. Each of `KEYS` keys has a value object in the heap (key, version, a
-//! payload computed from key and version, checksum; 292 bytes, so every access moves
-//! two pieces). It updates random keys (a seeded generator in its own memory),
+//! kvstore: a key-value store over the heap service (endpoint, slot 0; its window on
+//! the service's cache of its heap at `WINDOW`, slot 2), and a crash workload. Each of `KEYS` keys has a value object in the heap (key, version, a
+//! payload computed from key and version, checksum; 292 bytes, more than one IPC
+//! message, reached in place through the window). It updates random keys (a seeded generator in its own memory),
 //! bumping their version; one update in eight replaces the key's object instead (free
 //! and allocate, so ids and NVM space are reused). The version each key must have is
 //! kept in the task's own (checkpointed) memory.
 //!
 //! Every value is checked when it is updated, and every key every `CHECK_EVERY`
-//! updates. After a power cut the heap and the task's memory come from the same
+//! updates. An update counter object is held under a write guard across each run of
+//! `CHECK_EVERY` updates (so across checkpoints and restores), bumped with every update
+//! and checked against the count in the task's memory. After a power cut the heap and the task's memory come from the same
 //! checkpoint, so any mismatch means they were restored from different states: it
 //! prints `kv: VIOLATION ...` and stops. Progress lines (`kv: N updates`) only grow
 //! while the system keeps its checkpoints. It must never repair what it finds, only
@@ -29,6 +31,9 @@ const PAYLOAD: usize = 70;
 /// Updates between two checks of every key (and progress lines).
 const CHECK_EVERY: u32 = 64;
 const SEED: u32 = 0x6B76_5354;
+/// The window: the memory object shared with the heap service (slot 2).
+const WINDOW: usize = 0x8700_2000;
+const WINDOW_BYTES: usize = 0x2000;
 
 /// A key's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,39 +111,62 @@ fn main() {
         WatchFlags::empty(),
     )
     .expect("commit watch");
-    let heap = Heap::new(HEAP);
+    // SAFETY: the app maps [WINDOW, WINDOW + WINDOW_BYTES) for this task (slot 2), shared
+    // with the heap service only, and nothing else in this task touches it.
+    let heap = unsafe { Heap::new(HEAP, WINDOW, WINDOW_BYTES) };
     let mut handles: [Handle<Value>; KEYS] =
         core::array::from_fn(|k| ok(heap.alloc(value(k as u32, 0)), "allocating a key"));
     let mut versions = [0u32; KEYS];
     let mut rng = Rng::new(SEED);
     let mut updates = 0u32;
+    let mut counter = ok(heap.alloc(0u32), "allocating the counter");
     loop {
-        if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
-            println!("kv: restored at {updates} updates");
+        // Held across the run of updates below: the service persists it while pinned,
+        // and after a restore it must match the count restored with this task.
+        let mut count = ok(heap.get_mut(&mut counter), "pinning the counter");
+        if *count != updates {
+            violation(format_args!(
+                "the counter reads {} at {updates} updates",
+                *count
+            ));
         }
-        let k = rng.below(KEYS as u32) as usize;
-        let next = versions[k] + 1;
-        if rng.below(8) == 0 {
-            let old = ok(heap.get(&handles[k]), "reading a key");
-            expect(&old, k, versions[k], "before replacing");
-            let new = ok(heap.alloc(value(k as u32, next)), "allocating a key");
-            let old = core::mem::replace(&mut handles[k], new);
-            ok(heap.free(old), "freeing a replaced key");
-        } else {
-            let mut g = ok(heap.get_mut(&mut handles[k]), "reading a key");
-            expect(&g, k, versions[k], "before updating");
-            *g = value(k as u32, next);
-            ok(g.release(), "writing a key");
-        }
-        versions[k] = next;
-        updates += 1;
-        watch[0] = updates.into();
-        if updates.is_multiple_of(CHECK_EVERY) {
-            for (key, h) in handles.iter().enumerate() {
-                let v = ok(heap.get(h), "reading a key");
-                expect(&v, key, versions[key], "checking every key");
+        loop {
+            if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
+                println!("kv: restored at {updates} updates");
             }
-            println!("kv: {updates} updates");
+            let k = rng.below(KEYS as u32) as usize;
+            let next = versions[k] + 1;
+            if rng.below(8) == 0 {
+                let old = ok(heap.get(&handles[k]), "reading a key");
+                expect(&old, k, versions[k], "before replacing");
+                let new = ok(heap.alloc(value(k as u32, next)), "allocating a key");
+                let old = core::mem::replace(&mut handles[k], new);
+                ok(heap.free(old), "freeing a replaced key");
+            } else {
+                let mut g = ok(heap.get_mut(&mut handles[k]), "reading a key");
+                expect(&g, k, versions[k], "before updating");
+                *g = value(k as u32, next);
+                ok(g.release(), "writing a key");
+            }
+            versions[k] = next;
+            updates += 1;
+            *count += 1;
+            watch[0] = updates.into();
+            if *count != updates {
+                violation(format_args!(
+                    "the counter reads {} at {updates} updates",
+                    *count
+                ));
+            }
+            if updates.is_multiple_of(CHECK_EVERY) {
+                for (key, h) in handles.iter().enumerate() {
+                    let v = ok(heap.get(h), "reading a key");
+                    expect(&v, key, versions[key], "checking every key");
+                }
+                println!("kv: {updates} updates");
+                break;
+            }
         }
+        ok(count.release(), "unpinning the counter");
     }
 }

@@ -1,5 +1,5 @@
-//! logger: a sensor logger over the heap service (endpoint, slot 0), and a crash
-//! workload. Each record (sequence number, a fake sensor value computed from it, a
+//! logger: a sensor logger over the heap service (endpoint, slot 0; its window on the
+//! service's cache of its heap at `WINDOW`, slot 2), and a crash workload. Each record (sequence number, a fake sensor value computed from it, a
 //! checksum) is its own heap object; a FIFO object in the heap holds the ids of the
 //! last `SLOTS` records in order, and the oldest is popped (and freed) when it is full.
 //! The logger keeps the aggregate of the FIFO (records appended, records held, sum of
@@ -7,7 +7,8 @@
 //!
 //! Every `CHECK_EVERY` records it reads the whole FIFO back and checks it against that
 //! aggregate: count, sum, consecutive sequence numbers ending at the last appended,
-//! values and checksums. After a power cut both sides come from the same checkpoint,
+//! values and checksums. A read guard on a stamp record is held across each such run
+//! of records (so across checkpoints and restores) and checked at its end. After a power cut both sides come from the same checkpoint,
 //! so a mismatch means the heap and the task's memory were restored from different
 //! states: it prints `logger: VIOLATION ...` and stops. Progress lines
 //! (`logger: N records`) only grow while the system keeps its checkpoints. It must
@@ -28,6 +29,15 @@ const RESTORED: u32 = 1 << 1;
 const SLOTS: usize = 24;
 /// Records between two checks of the whole FIFO (and progress lines).
 const CHECK_EVERY: u32 = 50;
+/// The window: the memory object shared with the heap service (slot 2).
+const WINDOW: usize = 0x8700_0000;
+const WINDOW_BYTES: usize = 0x2000;
+/// The stamp record held under a read guard.
+const STAMP: Record = Record {
+    seq: u32::MAX,
+    value: 0x0C0F_FEE0,
+    check: 0x5EED_1234,
+};
 
 /// One logged reading.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,7 +110,9 @@ fn main() {
         WatchFlags::empty(),
     )
     .expect("commit watch");
-    let heap = Heap::new(HEAP);
+    // SAFETY: the app maps [WINDOW, WINDOW + WINDOW_BYTES) for this task (slot 2), shared
+    // with the heap service only, and nothing else in this task touches it.
+    let heap = unsafe { Heap::new(HEAP, WINDOW, WINDOW_BYTES) };
     let empty = Fifo {
         head: 0,
         count: 0,
@@ -108,20 +120,34 @@ fn main() {
         ids: [0; SLOTS],
     };
     let mut fifo = ok(heap.alloc(empty), "allocating the FIFO");
+    let stamp = ok(heap.alloc(STAMP), "allocating the stamp");
     let mut agg = Aggregate::default();
     loop {
-        if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
-            println!(
-                "logger: restored at {} records, {} held, sum {}",
-                agg.appended, agg.count, agg.sum
-            );
+        // Held across the whole run of records below: checkpoints and restores happen
+        // while the service has it pinned, and it must still read the same.
+        let held = ok(heap.get_ref(&stamp), "pinning the stamp");
+        loop {
+            if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
+                println!(
+                    "logger: restored at {} records, {} held, sum {}",
+                    agg.appended, agg.count, agg.sum
+                );
+            }
+            append(&heap, &mut fifo, &mut agg);
+            watch[0] = agg.appended.into();
+            if agg.appended.is_multiple_of(CHECK_EVERY) {
+                check(&heap, &fifo, &agg);
+                println!("logger: {} records", agg.appended);
+                break;
+            }
         }
-        append(&heap, &mut fifo, &mut agg);
-        watch[0] = agg.appended.into();
-        if agg.appended.is_multiple_of(CHECK_EVERY) {
-            check(&heap, &fifo, &agg);
-            println!("logger: {} records", agg.appended);
+        if *held != STAMP {
+            violation(format_args!(
+                "the stamp held under a read guard reads {:?}",
+                *held
+            ));
         }
+        ok(held.release(), "unpinning the stamp");
     }
 }
 
