@@ -1,7 +1,8 @@
 //! The heap service on QEMU (app `heap`: SPI driver, heap service, sensor logger,
 //! key-value app): a power-failure interrupt lets the heap service persist before the
 //! checkpoint, within the bound it declares and the kernel's checkpoint bound, and the
-//! next boot resumes with the heap exactly as the apps' own checkpointed state expects.
+//! next boot reloads the cache in place and resumes with the heap exactly as the apps'
+//! own checkpointed state (guards held across the cut included) expects.
 //! Crash-and-reboot cycles of the same app are in crash.rs.
 
 use amber_tests::{app_machine, number_after, Qemu};
@@ -73,7 +74,7 @@ fn a_power_failure_persists_the_heap_within_its_bound_and_the_apps_resume_consis
     let mut q = Qemu::boot(&machine);
     let line = q.expect("recovered checkpoint");
     assert_eq!(number_after(&line, "recovered checkpoint "), Some(version));
-    q.expect_within("heapsvc: reopened after restore", Duration::from_secs(30));
+    q.expect_within("heapsvc: reloaded after restore", Duration::from_secs(30));
     let after = watch(&mut q, Duration::from_secs(3), &["logger: ", "kv: "]);
     for (b, a) in before.iter().zip(&after) {
         assert!(
