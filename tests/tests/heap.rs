@@ -38,7 +38,10 @@ fn watch(q: &mut Qemu, how_long: Duration, keys: &[&str]) -> Vec<u64> {
 
 #[test]
 fn a_power_failure_persists_the_heap_within_its_bound_and_the_apps_resume_consistent() {
-    let machine = app_machine("heap");
+    let mut machine = app_machine("heap");
+    // Count instructions exactly (without -icount QEMU's instret follows the host
+    // clock), so the measured cost and the instruction bounds compare like with like.
+    machine.icount = true;
     let mut q = Qemu::boot(&machine);
     q.expect("fresh start");
     let bound = q.expect("heapsvc: persist bound: ");
