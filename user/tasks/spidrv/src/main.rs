@@ -33,6 +33,8 @@ const FRAM_BASE: usize = 0x4038_0000;
 const FRAM_PART: Part = Part::MB85RS4MT;
 /// Cycles per byte on the wire: 8 bits at 40 MHz with a 160 MHz CPU.
 const CYCLES_PER_BYTE: u32 = 32;
+/// Print the bus counters after every this many applied commits.
+const REPORT_EVERY: u64 = 1000;
 
 /// The commit watch: [ring writer index, committed writer index (kernel-written)].
 static mut WATCH: [u64; 2] = [0; 2];
@@ -85,6 +87,8 @@ fn main() {
         FRAM_PART.size()
     );
     let mut buf = [0u8; MAX_CHUNK];
+    // Commits applied since start, for the bus report.
+    let mut applies = 0u64;
     loop {
         let mut d = IpcDesc {
             send_cap: NO_SLOT,
@@ -96,7 +100,14 @@ fn main() {
         let Ok((w, _badge)) = recv(ENDPOINT, Some(&mut d)) else {
             continue;
         };
-        events(&mut ring, &mut ring_nvm, &mut fram, region, watch);
+        events(
+            &mut ring,
+            &mut ring_nvm,
+            &mut fram,
+            region,
+            watch,
+            &mut applies,
+        );
         let (op, addr, len) = (w[0], w[1], w[2] as usize);
         let mut out = [0u8; MAX_CHUNK];
         let status = match op {
@@ -170,6 +181,7 @@ fn events(
     fram: &mut Device,
     region: Region,
     watch: &[u64; 2],
+    applies: &mut u64,
 ) {
     let Ok(bits) = poll(NOTIFICATION) else { return };
     if bits & RESTORED != 0 {
@@ -184,8 +196,20 @@ fn events(
             Err(e) => println!("spidrv: cannot reopen the ring after a restore: {e}"),
         }
     }
-    if bits & COMMITTED != 0 {
-        let _ = apply(ring, ring_nvm, fram, watch[1]);
+    if bits & COMMITTED != 0 && apply(ring, ring_nvm, fram, watch[1]).is_ok() {
+        report(fram, applies);
+    }
+}
+
+/// Every [`REPORT_EVERY`] applies: what the driver put on the bus since it started.
+fn report(fram: &Device, applies: &mut u64) {
+    *applies += 1;
+    if applies.is_multiple_of(REPORT_EVERY) {
+        let s = fram.stats();
+        println!(
+            "spidrv: {} commits applied; bus: {} transactions, {} wire bytes, {} bytes written in {} writes, {} read in {} reads",
+            applies, s.transactions, s.wire_bytes, s.bytes_written, s.writes, s.bytes_read, s.reads
+        );
     }
 }
 
