@@ -23,9 +23,9 @@ use amber_heap_api::{
 };
 use amber_nvm::Nvm;
 use core::cell::Cell;
-use vnv_heap::{ArrayHandle, Config, HeapError, ObjectId, VnvHeap};
+use vnv_heap::{Config, HeapError, ObjectId, VnvHeap};
 
-/// Most object ids a service's heap may have (the owner table's length).
+/// Most object ids a service's heap may have (the size table's length).
 pub const MAX_IDS: usize = 128;
 
 const _: () = assert!(
@@ -130,7 +130,7 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
         r
     }
 
-    /// The counters `OP_STATS` replies: the storage's (zero after a failed reopen, when
+    /// The counters `OP_STATS` replies: the storage's (zero after a failed reload, when
     /// there is no heap to ask) and the persists'.
     pub fn stats(&self) -> ServiceStats {
         let st = self
@@ -149,7 +149,7 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
         }
     }
 
-    /// The heap, unless a reopen failed.
+    /// The heap, unless a reload failed.
     pub fn heap(&self) -> Option<&VnvHeap<'c, S>> {
         self.heap.as_ref()
     }
@@ -159,24 +159,17 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
         self.failure.take()
     }
 
-    /// Carries out one request: `words` and `data` as received, `badge` of the
-    /// capability it came through. Returns the reply's words and how many bytes of
-    /// `out` it carries.
-    pub fn handle(
-        &mut self,
-        words: [u32; 4],
-        badge: u32,
-        data: &[u8],
-        out: &mut [u8; CHUNK],
-    ) -> ([u32; 4], usize) {
+    /// Carries out one request: `words` as received (no request carries bytes; the
+    /// task chose this service by the request's badge, so every object of this heap
+    /// is the caller's). Returns the reply's words and how many bytes of `out` it
+    /// carries.
+    pub fn handle(&mut self, words: [u32; 4], out: &mut [u8; CHUNK]) -> ([u32; 4], usize) {
         let [op, a, b, _] = words;
-        let _ = (badge, data);
         let r = match op {
-            OP_ALLOC => self.alloc(a, badge).map(|id| (id, 0)),
-            OP_FREE => self.free(a, badge).map(|()| (0, 0)),
-            OP_SIZE => self
-                .with_array(a, badge, |_, arr| Ok(arr.len()))
-                .map(|n| (n, 0)),
+            OP_ALLOC => self.alloc(a).map(|id| (id, 0)),
+            OP_FREE => self.free(a).map(|()| (0, 0)),
+            // From the table: no storage read.
+            OP_SIZE => self.size_of(a).map(|n| (n, 0)),
             OP_PIN => self.pin(a, b).map(|off| (off, 0)),
             OP_UNPIN => self.unpin(a, b).map(|()| (0, 0)),
             OP_STATS => {
@@ -235,7 +228,7 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
             .ok_or(Refused::Status(Status::NoSuchObject))
     }
 
-    fn alloc(&mut self, size: u32, _badge: u32) -> Result<u32, Refused> {
+    fn alloc(&mut self, size: u32) -> Result<u32, Refused> {
         if size == 0 || size > self.max_object {
             return Err(Status::BadSize.into());
         }
@@ -248,30 +241,13 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
         Ok(id.into())
     }
 
-    fn free(&mut self, raw: u32, badge: u32) -> Result<(), Refused> {
+    fn free(&mut self, raw: u32) -> Result<(), Refused> {
         let id = self.id(raw)?;
         let heap = self.live_heap()?;
         let arr = heap.array_from_id::<u8>(ObjectId::from_raw(id))?;
-        let _ = badge;
         heap.free_array(arr)?;
         self.sizes[usize::from(id)] = 0;
         Ok(())
-    }
-
-    /// Runs `f` on object `raw`'s array handle and gives the handle back (never drops
-    /// it: that would free the object).
-    fn with_array<R>(
-        &self,
-        raw: u32,
-        _badge: u32,
-        f: impl FnOnce(&VnvHeap<'c, S>, &mut ArrayHandle<'_, u8>) -> Result<R, Refused>,
-    ) -> Result<R, Refused> {
-        let id = self.id(raw)?;
-        let heap = self.live_heap()?;
-        let mut arr = heap.array_from_id::<u8>(ObjectId::from_raw(id))?;
-        let r = f(heap, &mut arr);
-        let _ = arr.into_id();
-        r
     }
 
     /// The size of live object `raw`, from the table.

@@ -61,10 +61,7 @@ impl Channel for Local<'_, '_, '_> {
     ) -> Result<([u32; 4], usize), Error> {
         assert!(send.len() <= CHUNK, "the kernel copies at most 256 bytes");
         let mut out = [0u8; CHUNK];
-        let (w, n) = self
-            .svc
-            .borrow_mut()
-            .handle(words, self.badge, send, &mut out);
+        let (w, n) = self.svc.borrow_mut().handle(words, &mut out);
         let got = n.min(recv.len());
         recv[..got].copy_from_slice(&out[..got]);
         Ok((w, got))
@@ -225,7 +222,7 @@ fn bad_requests_get_a_status_and_a_scribbled_arena_harms_nothing() {
     let [b0, _] = &mut rig.bufs;
     let mut svc = format(&rig.fram, &rig.stats, b0, config());
     let mut out = [0u8; CHUNK];
-    let mut ask = |svc: &mut Svc, w: [u32; 4]| svc.handle(w, 1, &[], &mut out).0;
+    let mut ask = |svc: &mut Svc, w: [u32; 4]| svc.handle(w, &mut out).0;
     use amber_heap_api::{Status, OP_ALLOC, OP_FREE, OP_PIN, OP_UNPIN};
     let st = |s: Status| s as u32;
     assert_eq!(ask(&mut svc, [99, 0, 0, 0])[0], st(Status::BadRequest));
