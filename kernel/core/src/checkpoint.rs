@@ -434,6 +434,28 @@ mod tests {
     }
 
     #[test]
+    fn unknown_commit_watch_flags_in_a_thread_record_are_refused() {
+        let (mut buf, n) = encode(&watching(ThreadState::Ready));
+        let Ok(Object::Thread(t)) = Object::decode(1, &buf[..n]) else {
+            panic!("own record decodes to a thread");
+        };
+        assert_eq!(
+            t.watch.map(|w| w.flags),
+            Some(crate::abi::WatchFlags::PERSIST_CALLBACK),
+            "the flags come back with the watch"
+        );
+        // Bytes 182..186 hold the flags (thread.rs table); bit 7 is no flag.
+        buf[182] |= 0x80;
+        assert!(
+            matches!(
+                Object::decode(1, &buf[..n]),
+                Err(crate::RestoreError::BadValue { .. })
+            ),
+            "a flag this kernel does not know is never trusted"
+        );
+    }
+
+    #[test]
     fn a_pending_interrupt_is_not_recorded() {
         let o = Object::Irq(IrqNotification {
             irq: 10,

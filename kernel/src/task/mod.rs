@@ -143,16 +143,25 @@ fn checkpoint_due(k: &mut Kernel, why: &'static str) {
     if k.persist_active() {
         return;
     }
-    if k.begin_persist() {
-        *PHASE.lock() = Some(Phase {
-            why,
-            since: now_ticks(),
-            start: riscv::register::minstret::read64(),
-            power_failure: None,
-        });
-        return;
+    if !begin_phase(k, why, riscv::register::minstret::read64(), false) {
+        checkpoint(k, why);
     }
-    checkpoint(k, why);
+}
+
+/// Starts a persist phase if any callback must persist, recording what the
+/// checkpoint after it is for; `start` is `minstret` at its cause. Returns whether a
+/// phase started.
+fn begin_phase(k: &mut Kernel, why: &'static str, start: u64, power_failure: bool) -> bool {
+    if !k.begin_persist() {
+        return false;
+    }
+    *PHASE.lock() = Some(Phase {
+        why,
+        since: now_ticks(),
+        start,
+        power_failure: power_failure.then_some(start),
+    });
+    true
 }
 
 /// Right after a restore: the persist callbacks get their state back (the restore bits
@@ -160,14 +169,7 @@ fn checkpoint_due(k: &mut Kernel, why: &'static str) {
 /// the one before a checkpoint; its checkpoint then commits the restored state.
 /// Without callbacks nothing happens.
 fn restore_phase(k: &mut Kernel) {
-    if k.begin_persist() {
-        *PHASE.lock() = Some(Phase {
-            why: "restore",
-            since: now_ticks(),
-            start: riscv::register::minstret::read64(),
-            power_failure: None,
-        });
-    }
+    begin_phase(k, "restore", riscv::register::minstret::read64(), false);
 }
 
 /// After every syscall and interrupt: takes the checkpoint of a persist phase whose
@@ -295,13 +297,7 @@ fn power_failure(k: &mut Kernel) {
         phase.power_failure.get_or_insert(start);
         return;
     }
-    if k.begin_persist() {
-        *PHASE.lock() = Some(Phase {
-            why: "power failure",
-            since: now_ticks(),
-            start,
-            power_failure: Some(start),
-        });
+    if begin_phase(k, "power failure", start, true) {
         return;
     }
     let taken = checkpoint(k, "power failure");
