@@ -12,6 +12,8 @@
 //! |                        | after writing its first B bytes (default 0)              |
 //! | `amber.memtrack=MODE`  | task memory dirty tracking: `protect` (PMP write-protect, |
 //! |                        | first store traps; default) or `copy` (copy every checkpoint) |
+//! | `amber.pfi=V`          | power-failure interrupt when checkpoint V (from 2) is due: |
+//! |                        | it joins V's persist phase, as a PFI arriving then would |
 //!
 //! Words that do not start with `amber.` belong to someone else and are ignored; an
 //! `amber.` word this file does not know is an error, so a typo never goes unnoticed.
@@ -62,6 +64,8 @@ pub struct BootArgs {
     pub mode: Mode,
     pub cut: Option<CutAt>,
     pub memtrack: MemTrack,
+    /// Raise the power-failure interrupt when this checkpoint version is due.
+    pub pfi: Option<u64>,
 }
 
 impl Default for BootArgs {
@@ -72,6 +76,7 @@ impl Default for BootArgs {
             mode: Mode::Normal,
             cut: None,
             memtrack: MemTrack::Protect,
+            pfi: None,
         }
     }
 }
@@ -124,7 +129,10 @@ pub fn parse(cmdline: &str) -> Result<BootArgs, BootArgError<'_>> {
             ("cut", Some(v)) => args.cut = Some(parse_cut(v).ok_or_else(bad)?),
             ("memtrack", Some("protect")) => args.memtrack = MemTrack::Protect,
             ("memtrack", Some("copy")) => args.memtrack = MemTrack::Copy,
-            ("format" | "log" | "test" | "cut" | "memtrack", _) => return Err(bad()),
+            ("pfi", Some(v)) => {
+                args.pfi = Some(v.parse().ok().filter(|&v: &u64| v >= 2).ok_or_else(bad)?)
+            }
+            ("format" | "log" | "test" | "cut" | "memtrack" | "pfi", _) => return Err(bad()),
             _ => return Err(BootArgError::UnknownOption(word)),
         }
     }
@@ -179,6 +187,11 @@ mod tests {
         assert!(parse("amber.cut=0").is_err(), "stores count from 1");
         assert!(parse("amber.cut=x:1").is_err());
         assert!(parse("amber.memtrack=sometimes").is_err());
+        assert!(
+            parse("amber.pfi=1").is_err(),
+            "checkpoint 1 is the fresh start"
+        );
+        assert!(parse("amber.pfi").is_err());
     }
 
     #[test]
@@ -197,5 +210,6 @@ mod tests {
             Some(CutAt { store: 7, keep: 0 })
         );
         assert_eq!(parse("").unwrap().memtrack, MemTrack::Protect);
+        assert_eq!(parse("amber.pfi=42").unwrap().pfi, Some(42));
     }
 }

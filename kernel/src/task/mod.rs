@@ -74,6 +74,9 @@ static KERNEL: spin::Mutex<Kernel> = spin::Mutex::new(Kernel::new());
 static PERSIST: spin::Mutex<Option<Persist<SystemNvm>>> = spin::Mutex::new(None);
 /// Absolute ticks at boot: the committed tick count of the checkpoint resumed from.
 static TICK_BASE: spin::Mutex<u64> = spin::Mutex::new(0);
+/// `amber.pfi=V`: the checkpoint version whose coming raises the power-failure
+/// interrupt (a test hook, so that a power failure can land in a chosen persist phase).
+static PFI_AT: spin::Mutex<Option<u64>> = spin::Mutex::new(None);
 /// The checkpoint waiting for its persist phase (while `Kernel::persist_active`).
 static PHASE: spin::Mutex<Option<Phase>> = spin::Mutex::new(None);
 
@@ -143,9 +146,31 @@ fn checkpoint_due(k: &mut Kernel, why: &'static str) {
     if k.persist_active() {
         return;
     }
-    if !begin_phase(k, why, riscv::register::minstret::read64(), false) {
+    if begin_phase(k, why, riscv::register::minstret::read64(), false) {
+        injected_power_failure(k, why);
+    } else if !injected_power_failure(k, why) {
         checkpoint(k, why);
     }
+}
+
+/// The `amber.pfi` hook: when the checkpoint it names is the one now due, the
+/// power-failure interrupt arrives now, inside that checkpoint's persist phase (or,
+/// without callbacks, before the checkpoint). Returns whether it did (without a phase
+/// it does not return: the power failure takes the checkpoint and halts).
+fn injected_power_failure(k: &mut Kernel, why: &str) -> bool {
+    let due = PERSIST.lock().as_ref().map(|p| p.committed().0 + 1);
+    let mut at = PFI_AT.lock();
+    if due.is_none() || *at != due {
+        return false;
+    }
+    *at = None;
+    drop(at);
+    info!(
+        "power failure injected (amber.pfi) as checkpoint {} is due ({why})",
+        due.unwrap_or(0)
+    );
+    power_failure(k);
+    true
 }
 
 /// Starts a persist phase if any callback must persist, recording what the
@@ -169,7 +194,9 @@ fn begin_phase(k: &mut Kernel, why: &'static str, start: u64, power_failure: boo
 /// the one before a checkpoint; its checkpoint then commits the restored state.
 /// Without callbacks nothing happens.
 fn restore_phase(k: &mut Kernel) {
-    begin_phase(k, "restore", riscv::register::minstret::read64(), false);
+    if begin_phase(k, "restore", riscv::register::minstret::read64(), false) {
+        injected_power_failure(k, "restore");
+    }
 }
 
 /// After every syscall and interrupt: takes the checkpoint of a persist phase whose

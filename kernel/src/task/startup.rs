@@ -85,6 +85,7 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
         }
     );
     *PERSIST.lock() = Some(persist);
+    *super::PFI_AT.lock() = args.pfi;
     map_task_threads(&KERNEL.lock());
     if restored {
         super::restore_phase(&mut KERNEL.lock());
