@@ -6,6 +6,11 @@
 //! the vNV-Heap (its cache lost at every cut, its FRAM written only through the SPI
 //! driver's ring) comes back exactly as their own checkpointed state expects.
 //!
+//! Every other pair of cycles (one of each kind) runs under `-icount`, where guest time
+//! follows instructions: the checkpoints then fall at other points of the apps' work
+//! (the heap service, whose SPI transfers take guest cycles, asks for its own
+//! checkpoints far more often).
+//!
 //! Cycles per workload: `AMBER_CRASH_CYCLES` (default 100; `cargo xtask test
 //! --crash-cycles N` sets it), twice that for the heap apps (so each kind of cut runs
 //! as many times as the cycle count). The seed is printed; repeat a run with `AMBER_SEED`.
@@ -54,6 +59,7 @@ fn crash_loop(app: &str, rounds: usize, inv: &mut dyn Invariant) {
     for cycle in 0..total {
         let by_store = cycle % 2 == 1;
         let mut m = machine.clone();
+        m.icount = cycle % 4 >= 2;
         if by_store {
             // A quarter of the store cuts fall in the first stores after boot: the boot
             // record, recovery's erasures, the first checkpoint after recovery.

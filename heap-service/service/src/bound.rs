@@ -220,12 +220,37 @@ pub fn persist_bound(config: &Config, pending: u32, m: &InstrModel) -> PersistBo
     }
 }
 
+/// The worst reload after a restore (`VnvHeap::reload`): per resident object (at
+/// most one per id) a description and its bytes, all of them within the cache, and one
+/// scan step per cache unit. Nothing is written.
+pub fn reload_work(config: &Config) -> Work {
+    let ids = u64::from(config.max_objects);
+    let bytes_read = DESC_BYTES * ids + u64::from(config.cache_bytes);
+    Work {
+        reads: calls(2 * ids, bytes_read),
+        bytes_read,
+        steps: cache_units(config),
+        ..Work::default()
+    }
+}
+
 /// The instructions the service declares to the kernel for its part of a persist
-/// phase: a phase may begin while the service is inside a request, which it finishes
-/// before it sees the kernel's ask (at its next `recv`), then it persists.
-pub fn phase_bound(config: &Config, max_object: u32, pending: u32, m: &InstrModel) -> u64 {
-    request_work(config, max_object).instructions(m, pending)
-        + persist_work(config).instructions(m, pending)
+/// phase, when it runs `heaps` heaps of `config`: a phase may begin while the service
+/// is inside a request (to one heap), which it finishes before it sees the kernel's ask
+/// (at its next `recv`), then it persists every heap; the phase after a restore
+/// reloads every heap (in place of a request, with nothing pending in the driver's
+/// ring, which the driver has just reopened) before it persists them.
+pub fn phase_bound(
+    config: &Config,
+    heaps: u64,
+    max_object: u32,
+    pending: u32,
+    m: &InstrModel,
+) -> u64 {
+    let request = request_work(config, max_object).instructions(m, pending);
+    // The driver has just reopened its ring after the restore: nothing is pending.
+    let reload = heaps * reload_work(config).instructions(m, 0);
+    request.max(reload) + heaps * persist_work(config).instructions(m, pending)
 }
 
 /// The ring bytes one request and the persist after it may add to the driver's ring:
@@ -353,17 +378,31 @@ mod tests {
     }
 
     #[test]
-    fn the_phase_bound_covers_a_request_and_a_persist() {
+    fn a_reload_reads_every_id_and_the_whole_cache_and_writes_nothing() {
+        let c = config();
+        let r = reload_work(&c);
+        assert_eq!((r.writes, r.bytes), (0, 0));
+        assert!(r.bytes_read >= u64::from(c.cache_bytes) + 8 * u64::from(c.max_objects));
+        assert!(r.reads >= 2 * u64::from(c.max_objects));
+        assert_eq!(r.steps, cache_units(&c));
+    }
+
+    #[test]
+    fn the_phase_bound_covers_a_request_or_the_reloads_and_every_persist() {
         let c = config();
         let m = InstrModel::QEMU_SPIDRV;
         let pending = 16 * 1024;
-        assert_eq!(
-            phase_bound(&c, 1024, pending, &m),
-            request_work(&c, 1024).instructions(&m, pending)
-                + persist_bound(&c, pending, &m).instructions
-        );
+        let persist = persist_bound(&c, pending, &m).instructions;
+        let request = request_work(&c, 1024).instructions(&m, pending);
+        let reload = reload_work(&c).instructions(&m, 0);
+        for heaps in 1..=2 {
+            let phase = phase_bound(&c, heaps, 1024, pending, &m);
+            assert!(phase >= request + heaps * persist);
+            assert!(phase >= heaps * (reload + persist));
+            assert_eq!(phase, request.max(heaps * reload) + heaps * persist);
+        }
         assert!(
-            phase_bound(&c, 1024, pending, &m) < u64::from(u32::MAX),
+            phase_bound(&c, 2, 1024, pending, &m) < u64::from(u32::MAX),
             "the kernel takes the bound as a u32"
         );
         assert!(

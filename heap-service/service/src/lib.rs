@@ -22,8 +22,8 @@ mod stats;
 mod storage;
 
 pub use bound::{
-    max_dirty_for_ring, persist_bound, persist_work, phase_bound, request_work, ring_overhead,
-    ring_reserve, InstrModel, PersistBound, Work,
+    max_dirty_for_ring, persist_bound, persist_work, phase_bound, reload_work, request_work,
+    ring_overhead, ring_reserve, InstrModel, PersistBound, Work,
 };
 pub use service::{Service, MAX_IDS};
 pub use stats::{Overrun, PersistCost, PersistLog};

@@ -287,10 +287,8 @@ fn main() {
             writes: n * one.writes,
             instructions: n * one.instructions,
         },
-        phase: u32::try_from(
-            phase_bound(&CONFIG, MAX_OBJECT, pending_cap, &model) + others * one.instructions,
-        )
-        .unwrap_or(u32::MAX),
+        phase: u32::try_from(phase_bound(&CONFIG, n, MAX_OBJECT, pending_cap, &model))
+            .unwrap_or(u32::MAX),
         reserve,
         pending_cap,
         ring_at_checkpoint: 0,
@@ -324,9 +322,7 @@ impl Heapsvc<'_> {
         let mut input = [0u8; CHUNK];
         let mut out = [0u8; CHUNK];
         loop {
-            if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
-                self.reload();
-            }
+            self.reload_if_restored();
             let st = self.stats.get();
             let pending = st.ring_written - self.ring_at_checkpoint;
             if st.ring_free.is_some_and(|free| free < self.reserve)
@@ -380,6 +376,17 @@ impl Heapsvc<'_> {
         }
     }
 
+    /// Reloads the heaps if the kernel restored a checkpoint since this task last
+    /// looked. It must come before anything else touches a heap after a restore: the
+    /// restored task resumes wherever its last `persist_done` returned (in `serve`'s
+    /// loop or in [`Self::checkpoint`]), and the first thing the restore's persist
+    /// phase asks of it is a persist, which would write the empty arenas to the FRAM.
+    fn reload_if_restored(&mut self) {
+        if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
+            self.reload();
+        }
+    }
+
     /// After a restore: the arenas are gone, the heaps' metadata and the FRAM are as
     /// the restored checkpoint's persist left them; read every cached object back into
     /// its place (no client runs before this task's `persist_done`).
@@ -404,9 +411,11 @@ impl Heapsvc<'_> {
         );
     }
 
-    /// Persists the heap and measures it; a failed persist ends the task (see the file
-    /// doc). Prints nothing else: the kernel is waiting (see [`Self::report`]).
+    /// Persists the heap (first reloading it, if this is the restore's persist phase)
+    /// and measures it; a failed persist ends the task (see the file doc). Prints
+    /// nothing else: the kernel is waiting (see [`Self::report`]).
     fn persist(&mut self) {
+        self.reload_if_restored();
         let before = self.stats.get();
         let start = instret();
         let mut r = Ok(());
