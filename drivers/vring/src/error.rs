@@ -57,6 +57,9 @@ pub enum RingError {
     VisibleInsideRecord { visible: u64, record: u64 },
     /// A record below the visible index is corrupt; nothing of the range was applied.
     CorruptEntry { index: u64, fault: EntryFault },
+    /// The pending-entry index given to `IndexedRing::open` has fewer slots than the
+    /// ring can hold entries.
+    IndexTooSmall { slots: usize, needed: usize },
 }
 
 impl From<NvmError> for RingError {
@@ -136,6 +139,10 @@ impl fmt::Display for RingError {
             RingError::CorruptEntry { index, fault } => {
                 write!(f, "ring record at log index {index} is corrupt: {fault}")
             }
+            RingError::IndexTooSmall { slots, needed } => write!(
+                f,
+                "the pending-entry index has {slots} slots, the ring can hold {needed} entries"
+            ),
         }
     }
 }

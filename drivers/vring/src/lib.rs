@@ -25,6 +25,8 @@
 //!
 //! [`Ring::read`] overlays the pending entries, in order, on the device's contents, so
 //! a client reads its own writes before they are visible to the device.
+//! [`IndexedRing`] does the same from an index of the pending entries in RAM, without
+//! walking the ring's records: what the SPI driver uses.
 //!
 //! Invariants, each kept by one place in `ring.rs`:
 //! - applied <= visible <= writer <= applied + capacity (indices are byte positions in
@@ -61,10 +63,12 @@
 #![cfg_attr(not(test), no_std)]
 
 mod error;
+mod indexed;
 pub mod layout;
 mod ring;
 
 pub use amber_format::Region;
 pub use error::{EntryFault, RingError};
+pub use indexed::{IndexedRing, PendingEntry};
 pub use layout::{ALIGN, ENTRY_HEADER_LEN, FORMAT_VERSION, MIN_REGION_LEN};
 pub use ring::{ApplyStats, RestoreReport, Ring, RingIndex};

@@ -389,7 +389,7 @@ impl Ring {
     }
 
     /// Where log `index` lies in the ring's NVM.
-    fn nvm_offset(&self, index: u64) -> u32 {
+    pub(crate) fn nvm_offset(&self, index: u64) -> u32 {
         self.region.offset + DATA_OFFSET + (index % self.capacity as u64) as u32
     }
 
