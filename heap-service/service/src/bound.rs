@@ -54,30 +54,33 @@ impl InstrModel {
     ///
     /// | what | measured instructions | per call | per byte |
     /// |------|-----------------------|----------|----------|
-    /// | write of 16 bytes | 15,012 | | |
-    /// | write of 256 bytes | 19,262 | 14,729 | 17.7 |
-    /// | read of 8 bytes | 16,203 | | |
-    /// | read of 256 bytes | 52,538 | 15,031 | 146.5 |
-    /// | a pending entry of 1 byte overlapping an 8-byte read | +1,107 | | 39.5 per ring byte (28) |
+    /// | write of 16 bytes | 14,396 | | |
+    /// | write of 256 bytes | 18,646 | 14,113 | 16.6 |
+    /// | read of 8 bytes | 15,572 | | |
+    /// | read of 256 bytes | 51,907 | 14,400 | 146.5 |
+    /// | a pending 1-byte entry elsewhere | +22 | | 0.8 per ring byte (28) |
+    /// | a pending 1-byte entry overlapping an 8-byte read | +120 | | 4.3 per ring byte |
+    /// | a pending 256-byte entry under a 256-byte read | +1,512 | | 5.4 per ring byte (280) |
     ///
-    /// Other pending entries cost a read less per ring byte (measured: 16-byte entries
-    /// 1,355 each, 33.9 per ring byte; 256-byte ones 5,196, 18.6; an entry that does
-    /// not overlap the read 359, 12.8), so the model charges every pending ring byte at
-    /// the 1-byte overlapping rate. A read is dearer per byte than a write because the
-    /// emulated FRAM spends 32 cycles per byte on the wire (the driver spins on
-    /// `cycle`, which `-icount` makes one per instruction; without `-icount` the spin
-    /// is shorter). Every figure is taken with a margin of 1.5 (a timer tick or a
-    /// console interrupt during a persist costs a few thousand instructions). The
-    /// heap's own work uses the vNV-Heap's ESP32-C3 cycle estimates as instruction
-    /// counts (at most one instruction per cycle): 16,000 fixed, 9,600 per object, 10
-    /// per scan step; a request's receive and reply are within the fixed part (an IPC
-    /// round trip is about 7,000 instructions, `cargo xtask bench`).
+    /// The driver finds the pending entries in its index in RAM (`IndexedRing`) and
+    /// reads from the ring only the bytes a read overlaps; an entry costs a read the
+    /// most per ring byte when the read covers all of it and it is large (the bytes
+    /// are copied from the ring), so the model charges every pending ring byte at the
+    /// 256-byte rate. A read is dearer per byte than a write because the emulated FRAM
+    /// spends 32 cycles per byte on the wire (the driver spins on `cycle`, which
+    /// `-icount` makes one per instruction; without `-icount` the spin is shorter).
+    /// Every figure is taken with a margin of 1.5 or more (a timer tick or a console
+    /// interrupt during a persist costs a few thousand instructions). The heap's own
+    /// work uses the vNV-Heap's ESP32-C3 cycle estimates as instruction counts (at most
+    /// one instruction per cycle): 16,000 fixed, 9,600 per object, 10 per scan step; a
+    /// request's receive and reply are within the fixed part (an IPC round trip is
+    /// about 7,000 instructions, `cargo xtask bench`).
     pub const QEMU_SPIDRV: InstrModel = InstrModel {
         write_call: 22_100,
         write_byte: 27,
         read_call: 22_600,
         read_byte: 220,
-        read_pending_byte: 60,
+        read_pending_byte: 9,
         fixed: 16_000,
         per_object: 9_600,
         per_step: 10,

@@ -17,7 +17,7 @@
 //! and the ring bytes written since the last checkpoint under its pending cap (24 KiB,
 //! or that reserve if it is larger), asking for a checkpoint itself before either is
 //! crossed: a persist never meets a full ring (the driver would ask for a checkpoint
-//! in the middle of one), and no read walks more pending entries than the instruction
+//! in the middle of one), and no read meets more pending entries than the instruction
 //! bounds assume. At start it measures the driver's calls and prints the persist
 //! bound; every 200 persists it prints the largest ones. It answers `OP_STATS` with
 //! its storage counters (what it wrote to the FRAM, and the part its persists wrote).
@@ -128,10 +128,10 @@ const fn config(i: usize) -> Config {
 /// Where the start-up measurement of driver calls writes: past the heap, never read.
 const PROBE_ADDR: u32 = FRAM_BYTES - 1024;
 /// The smallest pending cap. The cap is the most ring bytes this task lets wait in the
-/// driver (written since the last checkpoint): every read walks them, so the
-/// instruction bounds assume the cap. It is this or the ring reserve, whichever is
-/// larger (a larger dirty limit needs a larger reserve, and the cap must leave room
-/// for one request and a persist). 24 KiB: with two heaps the reserve (one request and
+/// driver (written since the last checkpoint): every read scans them (in the driver's
+/// index, copying the bytes they overlay), so the instruction bounds assume the cap.
+/// It is this or the ring reserve, whichever is larger (a larger dirty limit needs a
+/// larger reserve, and the cap must leave room for one request and a persist). 24 KiB: with two heaps the reserve (one request and
 /// two persists) is about 16 KiB, and the cap leaves about 8 KiB of requests between
 /// the checkpoints this task asks for.
 const PENDING_CAP_MIN: u32 = 24 * 1024;
@@ -518,10 +518,10 @@ impl Heapsvc<'_> {
 /// Measures single driver calls with `instret` (the cheapest of four of each, so a
 /// timer tick does not count) and prints them: the figures behind
 /// `InstrModel::QEMU_SPIDRV`. Reads come first, with the ring empty; writes go to a
-/// probe range past the heap; last, 20 one-byte writes over the read range show what
-/// each pending entry adds to a read (the driver lays every pending entry over what it
-/// reads, checking the checksum of each that overlaps). Returns the ring bytes the
-/// probe writes took.
+/// probe range past the heap; last, what each pending entry adds to a read (the
+/// driver lays every pending entry over what it reads): 20 one-byte entries elsewhere,
+/// 20 one-byte entries over an 8-byte read, 20 256-byte entries over a 256-byte read.
+/// Returns the ring bytes the probe writes took.
 fn measure_driver() -> u64 {
     fn cheapest(mut f: impl FnMut()) -> u32 {
         (0..4)
@@ -548,13 +548,23 @@ fn measure_driver() -> u64 {
         })
     };
     let (w16, w256) = (write(16), write(CHUNK));
-    let far = read(8);
-    for _ in 0..20 {
-        let _ = amber_spi_api::write(SPI, read_at, &data[..1]);
-    }
-    let per_entry = read(8).saturating_sub(far) / 20;
+    // What 20 more pending entries of `len` bytes at `at` add to a read of `read_len`.
+    let mut per_entry = |at: u32, len: usize, read_len: usize| {
+        let before = read(read_len);
+        for _ in 0..20 {
+            let _ = amber_spi_api::write(SPI, at, &data[..len]);
+        }
+        read(read_len).saturating_sub(before) / 20
+    };
+    let elsewhere = per_entry(write_at, 1, 8);
+    let small = per_entry(read_at, 1, 8);
+    let large = per_entry(read_at, CHUNK, CHUNK);
     println!(
-        "heapsvc: driver calls measured: write 16 B {w16}, write 256 B {w256}, read 8 B {r8}, read 256 B {r256}, each pending 1-byte entry over a read +{per_entry} instructions"
+        "heapsvc: driver calls measured: write 16 B {w16}, write 256 B {w256}, read 8 B {r8}, read 256 B {r256}; each pending entry adds to a read: 1 B elsewhere +{elsewhere}, 1 B over it +{small}, 256 B over it +{large} instructions"
     );
-    u64::from(4 * (ring_bytes(16) + ring_bytes(CHUNK as u32)) + 20 * ring_bytes(1))
+    u64::from(
+        4 * (ring_bytes(16) + ring_bytes(CHUNK as u32))
+            + 40 * ring_bytes(1)
+            + 20 * ring_bytes(CHUNK as u32),
+    )
 }

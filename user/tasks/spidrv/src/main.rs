@@ -1,6 +1,8 @@
 //! spidrv: the SPI FRAM driver task. It owns the FRAM (an MB85RS4MT; on QEMU emulated
 //! over the FRAM partition of the NVM window, slot 3) and its request ring (the eternal
-//! ring area, slot 2). Clients write and read by IPC (endpoint, slot 0; protocol in
+//! ring area, slot 2), with an index of the ring's pending entries in RAM that is never
+//! checkpointed (a "heap" memory object, slot 4: emptied at every open of the ring, so
+//! a read scans it instead of the ring's records). Clients write and read by IPC (endpoint, slot 0; protocol in
 //! `amber-spi-api`). A write is appended to the ring and reaches the chip only once the
 //! checkpoint that covers it has committed: the kernel's commit watch (notification,
 //! slot 1) reports the ring's writer index as it was in each committed checkpoint, and
@@ -17,7 +19,7 @@ use amber_nvm::MmioNvm;
 use amber_spi_api::{SpiError, MAX_CHUNK, OP_READ, OP_WRITE};
 use amber_user::abi::NO_SLOT;
 use amber_user::{checkpoint, commit_watch, poll, println, recv, reply, IpcDesc, WatchFlags};
-use amber_vring::{Ring, RingError, RingIndex};
+use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
 
 amber_user::main!(main);
 
@@ -31,6 +33,15 @@ const RING_BASE: usize = 0x4037_0000;
 const RING_LEN: u32 = 64 << 10;
 const FRAM_BASE: usize = 0x4038_0000;
 const FRAM_PART: Part = Part::MB85RS4MT;
+/// The pending-entry index: RAM the kernel never checkpoints (the app grants exactly
+/// this range, slot 4). 28 KiB: one 12-byte slot per smallest record of the ring.
+const INDEX_BASE: usize = 0x87F0_0000;
+const INDEX_BYTES: usize = 28 * 1024;
+const INDEX_SLOTS: usize = INDEX_BYTES / core::mem::size_of::<PendingEntry>();
+const _: () = assert!(
+    INDEX_SLOTS >= IndexedRing::slots_for(amber_vring::layout::capacity_for(RING_LEN)),
+    "the index must hold every entry the ring can"
+);
 /// Cycles per byte on the wire: 8 bits at 40 MHz with a 160 MHz CPU.
 const CYCLES_PER_BYTE: u32 = 32;
 /// Print the bus counters after every this many applied commits.
@@ -77,14 +88,21 @@ fn main() {
         WatchFlags::SERVES_PERSIST,
     )
     .expect("commit watch");
+    // SAFETY: the app grants this task [INDEX_BASE, INDEX_BASE + INDEX_BYTES) with read
+    // and write (slot 4), mapped by PMP, and no other task; nothing else in this task
+    // refers to it. `PendingEntry` is three u32s (any bit pattern valid, 4-aligned like
+    // the base), and the index is emptied by the open below before it is read.
+    let slots =
+        unsafe { core::slice::from_raw_parts_mut(INDEX_BASE as *mut PendingEntry, INDEX_SLOTS) };
     // A fresh start: nothing was ever visible, so the ring starts empty.
     Ring::format(&mut ring_nvm, region).expect("format the ring");
-    let (mut ring, _) =
-        Ring::open(&mut ring_nvm, &mut fram, region, RingIndex(0)).expect("open the ring");
+    let (mut ring, _) = IndexedRing::open(&mut ring_nvm, &mut fram, region, RingIndex(0), slots)
+        .expect("open the ring");
     println!(
-        "spidrv: ring of {} bytes, FRAM of {} bytes",
-        ring.capacity(),
-        FRAM_PART.size()
+        "spidrv: ring of {} bytes, FRAM of {} bytes, index of {} entries",
+        ring.ring().capacity(),
+        FRAM_PART.size(),
+        INDEX_SLOTS
     );
     let mut buf = [0u8; MAX_CHUNK];
     // Commits applied since start, for the bus report.
@@ -100,14 +118,7 @@ fn main() {
         let Ok((w, _badge)) = recv(ENDPOINT, Some(&mut d)) else {
             continue;
         };
-        events(
-            &mut ring,
-            &mut ring_nvm,
-            &mut fram,
-            region,
-            watch,
-            &mut applies,
-        );
+        events(&mut ring, &mut ring_nvm, &mut fram, watch, &mut applies);
         let (op, addr, len) = (w[0], w[1], w[2] as usize);
         let mut out = [0u8; MAX_CHUNK];
         let status = match op {
@@ -124,12 +135,12 @@ fn main() {
                 .map_err(device_error),
             _ => Err(SpiError::BadRequest),
         };
-        let writer = ring.writer_index().0;
+        let writer = ring.ring().writer_index().0;
         let words = [
             status.err().map_or(0, SpiError::status),
             writer as u32,
             (writer >> 32) as u32,
-            ring.free_bytes(),
+            ring.ring().free_bytes(),
         ];
         let mut back = IpcDesc {
             send_ptr: out.as_ptr() as usize as u32,
@@ -149,7 +160,7 @@ fn main() {
 /// Appends a write to the ring; a full ring first asks for a checkpoint, which makes
 /// everything in it visible, and applies it.
 fn write(
-    ring: &mut Ring,
+    ring: &mut IndexedRing,
     ring_nvm: &mut MmioNvm,
     fram: &mut Device,
     watch: &mut [u64; 2],
@@ -176,18 +187,16 @@ fn write(
 /// index (dropping what came after it, replaying what is committed but not applied);
 /// a commit applies the ring up to the committed writer index.
 fn events(
-    ring: &mut Ring,
+    ring: &mut IndexedRing,
     ring_nvm: &mut MmioNvm,
     fram: &mut Device,
-    region: Region,
     watch: &[u64; 2],
     applies: &mut u64,
 ) {
     let Ok(bits) = poll(NOTIFICATION) else { return };
     if bits & RESTORED != 0 {
-        match Ring::open(ring_nvm, fram, region, RingIndex(watch[0])) {
-            Ok((reopened, report)) => {
-                *ring = reopened;
+        match ring.reopen(ring_nvm, fram, RingIndex(watch[0])) {
+            Ok(report) => {
                 println!(
                     "spidrv: restored at writer index {}: {} entries dropped, {} replayed",
                     watch[0], report.dropped, report.replayed
@@ -215,12 +224,12 @@ fn report(fram: &Device, applies: &mut u64) {
 
 /// Applies the ring up to `visible` (if that is ahead of what is applied).
 fn apply(
-    ring: &mut Ring,
+    ring: &mut IndexedRing,
     ring_nvm: &mut MmioNvm,
     fram: &mut Device,
     visible: u64,
 ) -> Result<(), SpiError> {
-    if visible <= ring.applied_index().0 {
+    if visible <= ring.ring().applied_index().0 {
         return Ok(());
     }
     ring.apply(ring_nvm, fram, RingIndex(visible))
