@@ -49,18 +49,20 @@ pub struct InstrModel {
 impl InstrModel {
     /// Measured on QEMU (`-icount shift=0,sleep=off`, so `instret` counts exactly) by
     /// the heap service at start-up (its `driver calls measured` line: the cheapest of
-    /// four calls of each kind, timed with `instret` around `amber_spi_api::write` and
-    /// `read`; release build, the driver at priority 1, its ring empty for the reads):
+    /// four calls of each kind, timed with `instret` around `amber_spi_api::Client`'s
+    /// `write` and `read`, whose bytes go through the buffer the service shares with
+    /// the driver; release build, the driver at priority 1, its ring empty for the
+    /// reads):
     ///
     /// | what | measured instructions | per call | per byte |
     /// |------|-----------------------|----------|----------|
-    /// | write of 16 bytes | 14,396 | | |
-    /// | write of 256 bytes | 18,646 | 14,113 | 16.6 |
-    /// | read of 8 bytes | 15,572 | | |
-    /// | read of 256 bytes | 51,907 | 14,400 | 146.5 |
+    /// | write of 16 bytes | 11,383 | | |
+    /// | write of 256 bytes | 15,823 | 11,087 | 18.5 |
+    /// | read of 8 bytes | 12,280 | | |
+    /// | read of 256 bytes | 48,525 | 11,111 | 146.1 |
     /// | a pending 1-byte entry elsewhere | +22 | | 0.8 per ring byte (28) |
-    /// | a pending 1-byte entry overlapping an 8-byte read | +120 | | 4.3 per ring byte |
-    /// | a pending 256-byte entry under a 256-byte read | +1,512 | | 5.4 per ring byte (280) |
+    /// | a pending 1-byte entry overlapping an 8-byte read | +123 | | 4.4 per ring byte |
+    /// | a pending 256-byte entry under a 256-byte read | +1,515 | | 5.4 per ring byte (280) |
     ///
     /// The driver finds the pending entries in its index in RAM (`IndexedRing`) and
     /// reads from the ring only the bytes a read overlaps; an entry costs a read the
@@ -76,9 +78,9 @@ impl InstrModel {
     /// request's receive and reply are within the fixed part (an IPC round trip is
     /// about 7,000 instructions, `cargo xtask bench`).
     pub const QEMU_SPIDRV: InstrModel = InstrModel {
-        write_call: 22_100,
-        write_byte: 27,
-        read_call: 22_600,
+        write_call: 16_700,
+        write_byte: 28,
+        read_call: 16_700,
         read_byte: 220,
         read_pending_byte: 9,
         fixed: 16_000,

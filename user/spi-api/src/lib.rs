@@ -1,25 +1,47 @@
 //! The SPI FRAM driver's IPC protocol, shared by the driver task and its clients.
 //!
-//! A request is a Call on the driver's endpoint with four words `[op, addr, len, 0]`
-//! and, for a write, the bytes in the message's bounded copy; the reply is
-//! `[status, writer index low, writer index high, free ring bytes]` and, for a read,
-//! the bytes. A
-//! write is durable in the driver's ring when the reply arrives, but reaches the chip
-//! only after the checkpoint that covers it has committed; a read sees the device with
-//! every pending write laid over it. This crate holds numbers and client calls only,
-//! never driver logic.
+//! Every client has a buffer of [`MAX_CHUNK`] bytes shared with the driver alone: a
+//! "heap" memory object (RAM the kernel never checkpoints) at [`buffer_of`] its badge,
+//! which the app grants to the client and, inside one larger range, to the driver. A
+//! request is a Call on the driver's endpoint with four words `[op, addr, len, 0]` and
+//! no message bytes: a write's bytes are at the start of the buffer, and a read's come
+//! back there. The reply is `[status, writer index low, writer index high, free ring
+//! bytes]`. A write is durable in the driver's ring when the reply arrives, but reaches
+//! the chip only after the checkpoint that covers it has committed; a read sees the
+//! device with every pending write laid over it. The client is blocked in its Call
+//! while the driver uses the buffer, so the two never touch it at once; the driver
+//! still copies a write out of it before it checks anything. This crate holds numbers
+//! and client calls only, never driver logic.
 
 #![cfg_attr(not(test), no_std)]
 
-use amber_user::abi::NO_SLOT;
-use amber_user::{call_ep, Error, IpcDesc};
+use amber_user::{call_ep, Error};
 
-/// Write `len` bytes (in the message) at device address `addr`.
+/// Write the first `len` bytes of the client's buffer at device address `addr`.
 pub const OP_WRITE: u32 = 1;
-/// Read `len` bytes at `addr` (returned in the reply's message).
+/// Read `len` bytes at `addr` into the start of the client's buffer.
 pub const OP_READ: u32 = 2;
-/// Largest write or read per request.
+/// Largest write or read per request: the size of a client's buffer.
 pub const MAX_CHUNK: usize = 256;
+/// Clients the driver serves: badges 1 to `MAX_CLIENTS`.
+pub const MAX_CLIENTS: u32 = 4;
+/// The driver's range of never-checkpointed RAM: its pending-entry index (28 KiB),
+/// then the clients' buffers. Apps grant the driver `[DRIVER_RAM, DRIVER_RAM +
+/// DRIVER_RAM_BYTES)` and client `b` the [`MAX_CHUNK`] bytes at [`buffer_of`]`(b)`.
+pub const DRIVER_RAM: usize = 0x87F0_0000;
+/// Bytes of the pending-entry index at the start of [`DRIVER_RAM`].
+pub const INDEX_BYTES: usize = 28 * 1024;
+/// Bytes of the driver's range: the index and every client's buffer.
+pub const DRIVER_RAM_BYTES: usize = INDEX_BYTES + MAX_CLIENTS as usize * MAX_CHUNK;
+
+/// The address of the buffer of the client with `badge` (1 to [`MAX_CLIENTS`]), or
+/// `None` for a badge the driver does not serve.
+pub const fn buffer_of(badge: u32) -> Option<usize> {
+    if badge == 0 || badge > MAX_CLIENTS {
+        return None;
+    }
+    Some(DRIVER_RAM + INDEX_BYTES + (badge as usize - 1) * MAX_CHUNK)
+}
 
 /// Why the driver refused a request (the reply's status word, 0 = success).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,18 +76,6 @@ impl SpiError {
     }
 }
 
-fn desc(send: &[u8], recv: &mut [u8]) -> IpcDesc {
-    IpcDesc {
-        send_ptr: send.as_ptr() as usize as u32,
-        send_len: send.len() as u32,
-        send_cap: NO_SLOT,
-        recv_ptr: recv.as_mut_ptr() as usize as u32,
-        recv_len: recv.len() as u32,
-        recv_slot: NO_SLOT,
-        ..IpcDesc::default()
-    }
-}
-
 /// What the driver's ring looks like after a write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Written {
@@ -84,32 +94,94 @@ pub const fn ring_bytes(len: u32) -> u32 {
     (amber_vring::ENTRY_HEADER_LEN + len).next_multiple_of(amber_vring::ALIGN)
 }
 
-/// Writes `data` at `addr` through the driver on endpoint `ep`.
-pub fn write(ep: u32, addr: u32, data: &[u8]) -> Result<Written, SpiError> {
-    if data.len() > MAX_CHUNK {
-        return Err(SpiError::BadRequest);
-    }
-    let mut d = desc(data, &mut []);
-    let r =
-        call_ep(ep, [OP_WRITE, addr, data.len() as u32, 0], Some(&mut d)).map_err(SpiError::Ipc)?;
-    SpiError::from_status(r[0])?;
-    Ok(Written {
-        writer: r[1] as u64 | (r[2] as u64) << 32,
-        free: r[3],
-    })
+/// A client of the driver: its endpoint capability and its shared buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct Client {
+    ep: u32,
+    buf: *mut u8,
 }
 
-/// Reads `buf.len()` bytes at `addr`, including writes not yet on the chip.
-pub fn read(ep: u32, addr: u32, buf: &mut [u8]) -> Result<(), SpiError> {
-    if buf.len() > MAX_CHUNK {
-        return Err(SpiError::BadRequest);
+impl Client {
+    /// The client calling the driver on endpoint slot `ep`, whose badge is `badge`.
+    ///
+    /// # Safety
+    ///
+    /// The app must grant this task, with read and write, the [`MAX_CHUNK`] bytes at
+    /// [`buffer_of`]`(badge)` (or this returns `None`), shared with the driver alone,
+    /// and nothing else in the task may use them: only `Client`s made from them
+    /// (which touch them only inside a call, and tasks are single-threaded).
+    pub unsafe fn new(ep: u32, badge: u32) -> Option<Client> {
+        buffer_of(badge).map(|at| Client {
+            ep,
+            buf: at as *mut u8,
+        })
     }
-    let len = buf.len() as u32;
-    let mut d = desc(&[], buf);
-    let r = call_ep(ep, [OP_READ, addr, len, 0], Some(&mut d)).map_err(SpiError::Ipc)?;
-    SpiError::from_status(r[0])?;
-    if d.got_len != len {
-        return Err(SpiError::Device);
+
+    /// Writes `data` (at most [`MAX_CHUNK`] bytes) at `addr`.
+    pub fn write(&mut self, addr: u32, data: &[u8]) -> Result<Written, SpiError> {
+        if data.len() > MAX_CHUNK {
+            return Err(SpiError::BadRequest);
+        }
+        // SAFETY: `new`'s contract: the buffer holds MAX_CHUNK bytes this task may
+        // write, and only the driver (blocked in Recv, or serving another client) and
+        // other `Client`s (not running: this one is) use it.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.buf, data.len()) };
+        let r = self.call(OP_WRITE, addr, data.len())?;
+        Ok(Written {
+            writer: r[1] as u64 | (r[2] as u64) << 32,
+            free: r[3],
+        })
     }
-    Ok(())
+
+    /// Reads `buf.len()` bytes (at most [`MAX_CHUNK`]) at `addr`, including writes
+    /// not yet on the chip.
+    pub fn read(&mut self, addr: u32, buf: &mut [u8]) -> Result<(), SpiError> {
+        if buf.len() > MAX_CHUNK {
+            return Err(SpiError::BadRequest);
+        }
+        self.call(OP_READ, addr, buf.len())?;
+        // SAFETY: as in `write`; the driver wrote these bytes before it replied.
+        unsafe { core::ptr::copy_nonoverlapping(self.buf, buf.as_mut_ptr(), buf.len()) };
+        Ok(())
+    }
+
+    fn call(&mut self, op: u32, addr: u32, len: usize) -> Result<[u32; 4], SpiError> {
+        let r = call_ep(self.ep, [op, addr, len as u32, 0], None).map_err(SpiError::Ipc)?;
+        SpiError::from_status(r[0])?;
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_served_badge_has_its_own_buffer_after_the_index() {
+        assert_eq!(buffer_of(0), None, "badge 0 is no client");
+        assert_eq!(buffer_of(MAX_CLIENTS + 1), None);
+        assert_eq!(buffer_of(1), Some(0x87F0_7000));
+        let all: Vec<usize> = (1..=MAX_CLIENTS).filter_map(buffer_of).collect();
+        assert_eq!(all.len(), MAX_CLIENTS as usize);
+        for (i, &at) in all.iter().enumerate() {
+            assert!(at >= DRIVER_RAM + INDEX_BYTES, "buffers follow the index");
+            assert!(at + MAX_CHUNK <= DRIVER_RAM + DRIVER_RAM_BYTES);
+            assert_eq!(at % 256, 0, "a PMP region of its own, 256-aligned");
+            if i > 0 {
+                assert_eq!(at - all[i - 1], MAX_CHUNK, "no two overlap");
+            }
+        }
+    }
+
+    #[test]
+    fn statuses_round_trip() {
+        for e in [
+            SpiError::OutsideDevice,
+            SpiError::BadRequest,
+            SpiError::Device,
+        ] {
+            assert_eq!(SpiError::from_status(e.status()), Err(e));
+        }
+        assert_eq!(SpiError::from_status(0), Ok(()));
+    }
 }

@@ -1,11 +1,12 @@
 //! heapsvc: the heap service task. It hosts one vNV-Heap per client (badge 1 to
 //! `CLIENTS` of its endpoint capability), each on its own area of the SPI FRAM reached
-//! through the SPI driver (endpoint, slot 0), and serves objects to clients on its own
-//! endpoint (slot 1; protocol in `amber-heap-api`, logic in `amber-heap-service`). Each
-//! heap is split: its arena (object bytes only) is a "heap" memory object (slots 3 and
-//! on: RAM the kernel does not checkpoint) shared with that client alone, whose guards
-//! point straight into it; its metadata and this task's state are ordinary task memory,
-//! checkpointed by the kernel.
+//! through the SPI driver (endpoint, slot 0, badge 1; the bytes go through the buffer
+//! of badge 1, its last memory capability, shared with the driver), and serves objects
+//! to clients on its own endpoint (slot 1; protocol in `amber-heap-api`, logic in
+//! `amber-heap-service`). Each heap is split: its arena (object bytes only) is a "heap"
+//! memory object (slots 3 and on: RAM the kernel does not checkpoint) shared with that
+//! client alone, whose guards point straight into it; its metadata and this task's
+//! state are ordinary task memory, checkpointed by the kernel.
 //!
 //! It is a persist callback (commit watch on the notification, slot 2): before every
 //! checkpoint the kernel interrupts its `recv`, and it persists the heap, so the FRAM
@@ -48,7 +49,7 @@ use amber_heap_service::{
     max_dirty_for_ring, persist_bound, persist_work, phase_bound, ring_reserve, InstrModel,
     Overrun, PersistBound, PersistCost, PersistLog, Service, SpiPort, SpiStorage, StorageStats,
 };
-use amber_spi_api::{ring_bytes, SpiError};
+use amber_spi_api::{ring_bytes, Client, SpiError};
 use amber_user::abi::NO_SLOT;
 use amber_user::{
     checkpoint, commit_watch, exit, instret, persist_done, poll, println, recv, reply, Error,
@@ -167,16 +168,30 @@ const fn parse_bytes(s: &str) -> u32 {
 /// this task a persist callback and reports restores.
 static mut WATCH: [u64; 2] = [0; 2];
 
-/// The SPI driver, through `amber-spi-api`.
-struct Driver;
+/// The SPI driver, through `amber-spi-api` and this task's buffer shared with it
+/// (badge 1: the app grants this task that buffer).
+#[derive(Clone, Copy)]
+struct Driver(Client);
+
+impl Driver {
+    fn new() -> Driver {
+        // SAFETY: the app grants this task, and the driver alone, the buffer of badge
+        // 1 (read and write), and the SPI endpoint capability with badge 1; only
+        // `Driver`s use that buffer.
+        match unsafe { Client::new(SPI, 1) } {
+            Some(c) => Driver(c),
+            None => unreachable!("badge 1 has a buffer"),
+        }
+    }
+}
 
 impl SpiPort for Driver {
     fn write(&mut self, addr: u32, data: &[u8]) -> Result<u32, SpiError> {
-        amber_spi_api::write(SPI, addr, data).map(|w| w.free)
+        self.0.write(addr, data).map(|w| w.free)
     }
 
     fn read(&mut self, addr: u32, buf: &mut [u8]) -> Result<(), SpiError> {
-        amber_spi_api::read(SPI, addr, buf)
+        self.0.read(addr, buf)
     }
 }
 
@@ -258,13 +273,13 @@ fn main() {
         WatchFlags::PERSIST_CALLBACK,
     )
     .expect("commit watch");
-    let probed = measure_driver();
+    let probed = measure_driver(Driver::new());
     let stats = Cell::new(StorageStats {
         ring_written: probed,
         ..StorageStats::default()
     });
     let svcs = core::array::from_fn(|i| {
-        let storage = SpiStorage::new(Driver, FRAM_BYTES, &stats);
+        let storage = SpiStorage::new(Driver::new(), FRAM_BYTES, &stats);
         // SAFETY: called once per client, before its heap exists.
         let (meta, arena) = unsafe { buffers(i) };
         match Service::format(storage, meta, arena, config(i), MAX_OBJECT) {
@@ -522,7 +537,7 @@ impl Heapsvc<'_> {
 /// driver lays every pending entry over what it reads): 20 one-byte entries elsewhere,
 /// 20 one-byte entries over an 8-byte read, 20 256-byte entries over a 256-byte read.
 /// Returns the ring bytes the probe writes took.
-fn measure_driver() -> u64 {
+fn measure_driver(mut spi: Driver) -> u64 {
     fn cheapest(mut f: impl FnMut()) -> u32 {
         (0..4)
             .map(|_| {
@@ -534,25 +549,30 @@ fn measure_driver() -> u64 {
             .unwrap_or(0)
     }
     let data = [0x5Au8; CHUNK];
-    let mut buf = [0u8; CHUNK];
     let (read_at, write_at) = (PROBE_ADDR, PROBE_ADDR + 512);
-    let mut read = |len: usize| {
+    // Each closure works on its own copy of the driver handle (one buffer, one call
+    // at a time).
+    let mut reader = spi;
+    let mut read = move |len: usize| {
+        let mut buf = [0u8; CHUNK];
         cheapest(|| {
-            let _ = amber_spi_api::read(SPI, read_at, &mut buf[..len]);
+            let _ = reader.read(read_at, &mut buf[..len]);
         })
     };
     let (r8, r256) = (read(8), read(CHUNK));
-    let write = |len: usize| {
+    let (w16, w256) = (
         cheapest(|| {
-            let _ = amber_spi_api::write(SPI, write_at, &data[..len]);
-        })
-    };
-    let (w16, w256) = (write(16), write(CHUNK));
+            let _ = spi.write(write_at, &data[..16]);
+        }),
+        cheapest(|| {
+            let _ = spi.write(write_at, &data[..CHUNK]);
+        }),
+    );
     // What 20 more pending entries of `len` bytes at `at` add to a read of `read_len`.
     let mut per_entry = |at: u32, len: usize, read_len: usize| {
         let before = read(read_len);
         for _ in 0..20 {
-            let _ = amber_spi_api::write(SPI, at, &data[..len]);
+            let _ = spi.write(at, &data[..len]);
         }
         read(read_len).saturating_sub(before) / 20
     };

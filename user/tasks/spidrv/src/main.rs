@@ -1,9 +1,10 @@
 //! spidrv: the SPI FRAM driver task. It owns the FRAM (an MB85RS4MT; on QEMU emulated
 //! over the FRAM partition of the NVM window, slot 3) and its request ring (the eternal
-//! ring area, slot 2), with an index of the ring's pending entries in RAM that is never
-//! checkpointed (a "heap" memory object, slot 4: emptied at every open of the ring, so
-//! a read scans it instead of the ring's records). Clients write and read by IPC (endpoint, slot 0; protocol in
-//! `amber-spi-api`). A write is appended to the ring and reaches the chip only once the
+//! ring area, slot 2). Its range of RAM the kernel never checkpoints (a "heap" memory
+//! object, slot 4) holds an index of the ring's pending entries (emptied at every open
+//! of the ring, so a read scans it instead of the ring's records) and one buffer per
+//! client, shared with that client. Clients write and read by IPC (endpoint, slot 0;
+//! the badge names the client and its buffer; protocol in `amber-spi-api`). A write is appended to the ring and reaches the chip only once the
 //! checkpoint that covers it has committed: the kernel's commit watch (notification,
 //! slot 1) reports the ring's writer index as it was in each committed checkpoint, and
 //! the driver applies the ring up to it. After a restore the driver reopens the ring at
@@ -16,7 +17,9 @@
 use amber_format::Region;
 use amber_fram::{EmuFram, Fram, Part};
 use amber_nvm::MmioNvm;
-use amber_spi_api::{SpiError, MAX_CHUNK, OP_READ, OP_WRITE};
+use amber_spi_api::{
+    buffer_of, SpiError, DRIVER_RAM, DRIVER_RAM_BYTES, INDEX_BYTES, MAX_CHUNK, OP_READ, OP_WRITE,
+};
 use amber_user::abi::NO_SLOT;
 use amber_user::{checkpoint, commit_watch, poll, println, recv, reply, IpcDesc, WatchFlags};
 use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
@@ -33,14 +36,17 @@ const RING_BASE: usize = 0x4037_0000;
 const RING_LEN: u32 = 64 << 10;
 const FRAM_BASE: usize = 0x4038_0000;
 const FRAM_PART: Part = Part::MB85RS4MT;
-/// The pending-entry index: RAM the kernel never checkpoints (the app grants exactly
-/// this range, slot 4). 28 KiB: one 12-byte slot per smallest record of the ring.
-const INDEX_BASE: usize = 0x87F0_0000;
-const INDEX_BYTES: usize = 28 * 1024;
+/// The pending-entry index, at the start of the driver's never-checkpointed range
+/// (`amber-spi-api`: the app grants exactly that range, slot 4). 28 KiB: one 12-byte
+/// slot per smallest record of the ring.
 const INDEX_SLOTS: usize = INDEX_BYTES / core::mem::size_of::<PendingEntry>();
 const _: () = assert!(
     INDEX_SLOTS >= IndexedRing::slots_for(amber_vring::layout::capacity_for(RING_LEN)),
     "the index must hold every entry the ring can"
+);
+const _: () = assert!(
+    DRIVER_RAM_BYTES > INDEX_BYTES,
+    "the buffers follow the index"
 );
 /// Cycles per byte on the wire: 8 bits at 40 MHz with a 160 MHz CPU.
 const CYCLES_PER_BYTE: u32 = 32;
@@ -88,12 +94,13 @@ fn main() {
         WatchFlags::SERVES_PERSIST,
     )
     .expect("commit watch");
-    // SAFETY: the app grants this task [INDEX_BASE, INDEX_BASE + INDEX_BYTES) with read
-    // and write (slot 4), mapped by PMP, and no other task; nothing else in this task
-    // refers to it. `PendingEntry` is three u32s (any bit pattern valid, 4-aligned like
-    // the base), and the index is emptied by the open below before it is read.
+    // SAFETY: the app grants this task [DRIVER_RAM, DRIVER_RAM + DRIVER_RAM_BYTES) with
+    // read and write (slot 4), mapped by PMP; its first INDEX_BYTES are granted to no
+    // other task, and nothing else in this task refers to them. `PendingEntry` is three
+    // u32s (any bit pattern valid, 4-aligned like the base), and the index is emptied
+    // by the open below before it is read.
     let slots =
-        unsafe { core::slice::from_raw_parts_mut(INDEX_BASE as *mut PendingEntry, INDEX_SLOTS) };
+        unsafe { core::slice::from_raw_parts_mut(DRIVER_RAM as *mut PendingEntry, INDEX_SLOTS) };
     // A fresh start: nothing was ever visible, so the ring starts empty.
     Ring::format(&mut ring_nvm, region).expect("format the ring");
     let (mut ring, _) = IndexedRing::open(&mut ring_nvm, &mut fram, region, RingIndex(0), slots)
@@ -104,6 +111,9 @@ fn main() {
         FRAM_PART.size(),
         INDEX_SLOTS
     );
+    // A write's bytes, copied out of the client's buffer before anything checks them;
+    // a read's, before they go to the buffer. Also what a Recv takes (and drops) of
+    // bytes a client sends anyway, so that such a message cannot make it fail.
     let mut buf = [0u8; MAX_CHUNK];
     // Commits applied since start, for the bus report.
     let mut applies = 0u64;
@@ -115,24 +125,40 @@ fn main() {
             recv_slot: NO_SLOT,
             ..IpcDesc::default()
         };
-        let Ok((w, _badge)) = recv(ENDPOINT, Some(&mut d)) else {
+        let Ok((w, badge)) = recv(ENDPOINT, Some(&mut d)) else {
             continue;
         };
         events(&mut ring, &mut ring_nvm, &mut fram, watch, &mut applies);
         let (op, addr, len) = (w[0], w[1], w[2] as usize);
-        let mut out = [0u8; MAX_CHUNK];
-        let status = match op {
-            OP_WRITE if len <= MAX_CHUNK && len == d.got_len as usize => write(
-                &mut ring,
-                &mut ring_nvm,
-                &mut fram,
-                watch,
-                addr,
-                &buf[..len],
-            ),
-            OP_READ if len <= MAX_CHUNK => ring
-                .read(&mut ring_nvm, &mut fram, addr, &mut out[..len])
-                .map_err(device_error),
+        let status = match buffer_of(badge) {
+            Some(shared) if len <= MAX_CHUNK => match op {
+                OP_WRITE => {
+                    // SAFETY: `shared` is this client's buffer, MAX_CHUNK bytes inside
+                    // the range the app grants this task (slot 4) and, of the other
+                    // tasks, to that client alone, which is blocked in its Call.
+                    unsafe {
+                        core::ptr::copy_nonoverlapping(shared as *const u8, buf.as_mut_ptr(), len)
+                    };
+                    write(
+                        &mut ring,
+                        &mut ring_nvm,
+                        &mut fram,
+                        watch,
+                        addr,
+                        &buf[..len],
+                    )
+                }
+                OP_READ => ring
+                    .read(&mut ring_nvm, &mut fram, addr, &mut buf[..len])
+                    .map(|()| {
+                        // SAFETY: as for a write.
+                        unsafe {
+                            core::ptr::copy_nonoverlapping(buf.as_ptr(), shared as *mut u8, len)
+                        }
+                    })
+                    .map_err(device_error),
+                _ => Err(SpiError::BadRequest),
+            },
             _ => Err(SpiError::BadRequest),
         };
         let writer = ring.ring().writer_index().0;
@@ -142,18 +168,7 @@ fn main() {
             (writer >> 32) as u32,
             ring.ring().free_bytes(),
         ];
-        let mut back = IpcDesc {
-            send_ptr: out.as_ptr() as usize as u32,
-            send_len: if op == OP_READ && status.is_ok() {
-                len as u32
-            } else {
-                0
-            },
-            send_cap: NO_SLOT,
-            recv_slot: NO_SLOT,
-            ..IpcDesc::default()
-        };
-        let _ = reply(words, Some(&mut back));
+        let _ = reply(words, None);
     }
 }
 

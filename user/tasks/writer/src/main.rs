@@ -1,10 +1,11 @@
 //! writer: writes numbered 4-byte records to FRAM through the SPI driver (endpoint,
-//! slot 0): record n goes to address 4 * (n mod SLOTS) and holds n. Its commit watch
+//! slot 0, badge 1, and the buffer of badge 1 shared with the driver): record n goes to address 4 * (n mod SLOTS) and holds n. Its commit watch
 //! (notification, slot 1) tells it when the system was restored; it then prints the
 //! count it resumed at, which the visibility test compares with what the FRAM holds.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
+use amber_spi_api::Client;
 use amber_user::{commit_watch, poll, println, WatchFlags};
 
 amber_user::main!(main);
@@ -31,12 +32,15 @@ fn main() {
         WatchFlags::empty(),
     )
     .expect("commit watch");
+    // SAFETY: the app grants this task, and the driver alone, the buffer of badge 1,
+    // with the SPI endpoint capability of badge 1; nothing else here uses it.
+    let mut spi = unsafe { Client::new(SPI, 1) }.expect("badge 1 has a buffer");
     loop {
         if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
             println!("writer: restored at {}", watch[0]);
         }
         let n = watch[0] as u32 + 1;
-        amber_spi_api::write(SPI, 4 * (n % SLOTS), &n.to_le_bytes())
+        spi.write(4 * (n % SLOTS), &n.to_le_bytes())
             .expect("the SPI driver takes the write");
         watch[0] = n as u64;
         if n.is_multiple_of(REPORT_EVERY) {
