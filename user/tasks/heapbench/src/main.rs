@@ -144,10 +144,10 @@ impl fmt::Display for Fig {
 }
 
 /// Mean instructions of one call of `f` over [`ITERATIONS`] calls, less the empty
-/// loop's. First a checkpoint, so that the SPI driver's ring holds no pending write
-/// (every driver read scans the pending ones, and the service reads an object's
-/// description on every request), then one warm-up call (the object becomes resident,
-/// the pages it touches writable again after the checkpoint).
+/// loop's. First a checkpoint, so that every run starts from the same state (the
+/// SPI driver's ring empty, nothing dirty), then one warm-up call (the object becomes
+/// resident, so the measured pins read nothing from the FRAM, and the pages it touches
+/// become writable again after the checkpoint).
 fn per_op<E: Into<Failure>>(mut f: impl FnMut() -> Result<(), E>) -> Result<u32, Failure> {
     take_checkpoint()?;
     f().map_err(Into::into)?;
