@@ -16,6 +16,7 @@ mod counters;
 mod rng;
 #[cfg(target_os = "none")]
 mod rt;
+mod setting;
 mod sys;
 
 pub use amber_abi as abi;
@@ -23,6 +24,7 @@ pub use amber_abi::{Error, IpcDesc, Rights, WatchFlags};
 pub use console::{_print, Console};
 pub use counters::{cycles, instret};
 pub use rng::Rng;
+pub use setting::build_setting;
 pub use sys::*;
 
 /// Exit code of a task that panicked.

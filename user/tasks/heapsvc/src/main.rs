@@ -52,8 +52,8 @@ use amber_heap_service::{
 use amber_spi_api::{ring_bytes, Client, SpiError};
 use amber_user::abi::NO_SLOT;
 use amber_user::{
-    checkpoint, commit_watch, exit, instret, persist_done, poll, println, recv, reply, Error,
-    IpcDesc, WatchFlags,
+    build_setting, checkpoint, commit_watch, exit, instret, persist_done, poll, println, recv,
+    reply, Error, IpcDesc, WatchFlags,
 };
 use core::cell::Cell;
 use vnv_heap::Config;
@@ -70,13 +70,10 @@ const RESTORED: u32 = 1 << 1;
 const CACHE_BASE: usize = 0x8700_0000;
 const ARENA_BYTES: u32 = 8 * 1024;
 /// Clients (and heaps): `AMBER_HEAP_CLIENTS` at build time, else 2.
-const CLIENTS: usize = match option_env!("AMBER_HEAP_CLIENTS") {
-    Some(s) => parse_bytes(s) as usize,
-    None => 2,
-};
+const CLIENTS: usize = build_setting(option_env!("AMBER_HEAP_CLIENTS"), 2) as usize;
 const _: () = assert!(
     CLIENTS >= 1 && CLIENTS <= 2,
-    "AMBER_HEAP_CLIENTS must be 1 or 2 (a task holds at most 3 memory capabilities)"
+    "AMBER_HEAP_CLIENTS must be 1 or 2 (with the SPI buffer, a task holds at most 3 memory capabilities)"
 );
 /// The MB85RS4MT behind the driver: this app gives the heaps the whole chip.
 const FRAM_BYTES: u32 = 512 * 1024;
@@ -91,10 +88,7 @@ const MAX_OBJECT: u32 = if MAX_DIRTY - Config::DIRTY_OVERHEAD < 1024 {
 };
 /// The dirty limit: `AMBER_HEAP_MAX_DIRTY` at build time, else 1 KiB (see the file
 /// doc).
-const MAX_DIRTY: u32 = match option_env!("AMBER_HEAP_MAX_DIRTY") {
-    Some(s) => parse_bytes(s),
-    None => 1024,
-};
+const MAX_DIRTY: u32 = build_setting(option_env!("AMBER_HEAP_MAX_DIRTY"), 1024);
 const _: () = assert!(
     MAX_DIRTY >= CHUNK as u32 + Config::DIRTY_OVERHEAD,
     "AMBER_HEAP_MAX_DIRTY must hold one dirty 256-byte chunk (272 bytes)"
@@ -139,30 +133,6 @@ const PENDING_CAP_MIN: u32 = 24 * 1024;
 /// The driver's ring: the 64 KiB ring area of the app (as `spidrv` places it), less
 /// the ring's header.
 const RING_CAPACITY: u32 = amber_vring::layout::capacity_for(64 * 1024);
-
-/// A decimal number of bytes, evaluated at compile time: anything else (empty, a
-/// non-digit, above `u32::MAX`) stops the build with the reason.
-const fn parse_bytes(s: &str) -> u32 {
-    let b = s.as_bytes();
-    assert!(!b.is_empty(), "an AMBER_HEAP_* variable is empty");
-    let mut v: u32 = 0;
-    let mut i = 0;
-    while i < b.len() {
-        assert!(
-            b[i].is_ascii_digit(),
-            "AMBER_HEAP_* variables must be decimal numbers"
-        );
-        v = match v.checked_mul(10) {
-            Some(t) => match t.checked_add((b[i] - b'0') as u32) {
-                Some(t) => t,
-                None => panic!("an AMBER_HEAP_* variable is too large"),
-            },
-            None => panic!("an AMBER_HEAP_* variable is too large"),
-        };
-        i += 1;
-    }
-    v
-}
 
 /// The commit watch. The watched value is not used (commit bits 0); the watch makes
 /// this task a persist callback and reports restores.

@@ -21,7 +21,9 @@ use amber_spi_api::{
     buffer_of, SpiError, DRIVER_RAM, DRIVER_RAM_BYTES, INDEX_BYTES, MAX_CHUNK, OP_READ, OP_WRITE,
 };
 use amber_user::abi::NO_SLOT;
-use amber_user::{checkpoint, commit_watch, poll, println, recv, reply, IpcDesc, WatchFlags};
+use amber_user::{
+    build_setting, checkpoint, commit_watch, poll, println, recv, reply, IpcDesc, WatchFlags,
+};
 use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
 
 amber_user::main!(main);
@@ -48,8 +50,10 @@ const _: () = assert!(
     DRIVER_RAM_BYTES > INDEX_BYTES,
     "the buffers follow the index"
 );
-/// Cycles per byte on the wire: 8 bits at 40 MHz with a 160 MHz CPU.
-const CYCLES_PER_BYTE: u32 = 32;
+/// Cycles the emulated chip spends per byte on the wire: `AMBER_SPI_CYCLES_PER_BYTE`
+/// at build time (an app's `env` on this task), else 32 (8 bits at 40 MHz with a
+/// 160 MHz CPU).
+const CYCLES_PER_BYTE: u32 = build_setting(option_env!("AMBER_SPI_CYCLES_PER_BYTE"), 32);
 /// Print the bus counters after every this many applied commits.
 const REPORT_EVERY: u64 = 1000;
 
@@ -106,10 +110,11 @@ fn main() {
     let (mut ring, _) = IndexedRing::open(&mut ring_nvm, &mut fram, region, RingIndex(0), slots)
         .expect("open the ring");
     println!(
-        "spidrv: ring of {} bytes, FRAM of {} bytes, index of {} entries",
+        "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes at {} cycles per wire byte",
         ring.ring().capacity(),
+        INDEX_SLOTS,
         FRAM_PART.size(),
-        INDEX_SLOTS
+        CYCLES_PER_BYTE
     );
     // A write's bytes, copied out of the client's buffer before anything checks them;
     // a read's, before they go to the buffer. Also what a Recv takes (and drops) of
