@@ -2,7 +2,8 @@
 //! FRAM through the SPI driver task (record n holds n, at 4 * (n mod SLOTS) of the
 //! FRAM). Reading the NVM file after every power cut, no record may be on the chip
 //! that the checkpoint the system comes back to does not cover; and after a recovery,
-//! every record that checkpoint covers must reach the chip.
+//! every record that checkpoint covers must reach the chip. A full ring is refused and
+//! the writer's own checkpoint makes it visible.
 
 use amber_tests::{app_machine, number_after, Qemu, Rng};
 use std::time::{Duration, Instant};
@@ -129,4 +130,54 @@ fn every_committed_write_reaches_the_chip_after_recovery() {
             "record {n} was committed (the system resumed at {committed}) but is not on the FRAM"
         );
     }
+}
+
+/// App `spiring-full` takes no periodic checkpoints: the driver's ring fills, the
+/// driver refuses the write (it never waits for a checkpoint itself, so that it keeps
+/// serving persist callbacks), and the writer asks for the checkpoint and writes the
+/// record again. Every record the last such checkpoint covers reaches the chip, none
+/// is lost or skipped, and none beyond what was written does.
+#[test]
+fn a_full_ring_is_refused_and_the_writers_checkpoint_makes_it_visible() {
+    let machine = app_machine("spiring-full");
+    let image = machine.nvm.as_ref().unwrap().0.clone();
+    let mut q = Qemu::boot(&machine);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut fulls = Vec::new();
+    while fulls.len() < 3 {
+        let line = wait_for(&mut q, "writer: ring full at record ", deadline)
+            .unwrap_or_else(|| panic!("the ring never filled\n{}", q.transcript()));
+        assert!(
+            line.contains("checkpoint taken"),
+            "{line}\n{}",
+            q.transcript()
+        );
+        fulls.push(number_after(&line, "at record ").unwrap() as usize);
+    }
+    // Each fill holds the same number of records (one 28-byte entry each).
+    assert_eq!(fulls[2] - fulls[1], fulls[1] - fulls[0], "{fulls:?}");
+    // The driver applies the ring at its next call after the commit: the retry.
+    let last = fulls[2];
+    q.expect_within(
+        &format!("writer: {} written", (last / 1000 + 1) * 1000),
+        Duration::from_secs(60),
+    );
+    q.kill();
+    let bytes = std::fs::read(&image).unwrap();
+    for n in 1..last {
+        assert_eq!(
+            record(&bytes, n),
+            n as u32,
+            "record {n} was covered by the writer's checkpoint at record {last} but is not on the FRAM"
+        );
+    }
+    let top = highest(&bytes) as usize;
+    assert!(
+        top < last + (last - fulls[1]),
+        "record {top} is on the FRAM, beyond what the next checkpoint could cover"
+    );
+    eprintln!(
+        "ring full at records {fulls:?}; records 1 to {} on the FRAM",
+        top
+    );
 }

@@ -76,14 +76,14 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
             Err(e) => crate::boot::fatal(ExitCode::NvmIo, format_args!("first checkpoint failed: {e}")),
         }
     }
-    info!(
-        "checkpoints: every {} ms, task memory tracked by {}",
-        app::CHECKPOINT_MS,
-        match args.memtrack {
-            MemTrack::Protect => "PMP write protection",
-            MemTrack::Copy => "copying it whole",
-        }
-    );
+    let tracking = match args.memtrack {
+        MemTrack::Protect => "PMP write protection",
+        MemTrack::Copy => "copying it whole",
+    };
+    match app::CHECKPOINT_MS {
+        0 => info!("checkpoints: only when a task asks, task memory tracked by {tracking}"),
+        ms => info!("checkpoints: every {ms} ms, task memory tracked by {tracking}"),
+    }
     *PERSIST.lock() = Some(persist);
     *super::PFI_AT.lock() = args.pfi;
     map_task_threads(&KERNEL.lock());

@@ -52,6 +52,12 @@ pub enum SpiError {
     BadRequest,
     /// The chip or the ring failed (see the driver's console line).
     Device,
+    /// The driver's ring is full; nothing was written. Ask for a checkpoint (the
+    /// `Checkpoint` syscall), which makes the ring visible so that the driver applies
+    /// and frees it before it serves the next call, then write again. The driver never
+    /// asks itself: it must keep serving persist callbacks during the checkpoint's
+    /// persist phase.
+    Full,
     /// The IPC itself failed.
     Ipc(Error),
 }
@@ -63,6 +69,7 @@ impl SpiError {
             SpiError::OutsideDevice => 1,
             SpiError::BadRequest => 2,
             SpiError::Device | SpiError::Ipc(_) => 3,
+            SpiError::Full => 4,
         }
     }
 
@@ -71,6 +78,7 @@ impl SpiError {
             0 => Ok(()),
             1 => Err(SpiError::OutsideDevice),
             2 => Err(SpiError::BadRequest),
+            4 => Err(SpiError::Full),
             _ => Err(SpiError::Device),
         }
     }
@@ -117,7 +125,8 @@ impl Client {
         })
     }
 
-    /// Writes `data` (at most [`MAX_CHUNK`] bytes) at `addr`.
+    /// Writes `data` (at most [`MAX_CHUNK`] bytes) at `addr`. A full ring is
+    /// [`SpiError::Full`]: ask for a checkpoint and write again.
     pub fn write(&mut self, addr: u32, data: &[u8]) -> Result<Written, SpiError> {
         if data.len() > MAX_CHUNK {
             return Err(SpiError::BadRequest);
@@ -179,6 +188,7 @@ mod tests {
             SpiError::OutsideDevice,
             SpiError::BadRequest,
             SpiError::Device,
+            SpiError::Full,
         ] {
             assert_eq!(SpiError::from_status(e.status()), Err(e));
         }

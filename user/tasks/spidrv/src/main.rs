@@ -9,7 +9,8 @@
 //! slot 1) reports the ring's writer index as it was in each committed checkpoint, and
 //! the driver applies the ring up to it. After a restore the driver reopens the ring at
 //! its restored writer index: entries past it are dropped, committed ones not yet on
-//! the chip are replayed. A full ring asks for a checkpoint; nothing is ever dropped.
+//! the chip are replayed. A full ring refuses the write (`SpiError::Full`: the client
+//! asks for a checkpoint and writes again); nothing is ever dropped.
 //! Its fault policy must be "end": a restart would format the ring.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
@@ -21,9 +22,7 @@ use amber_spi_api::{
     buffer_of, SpiError, DRIVER_RAM, DRIVER_RAM_BYTES, INDEX_BYTES, MAX_CHUNK, OP_READ, OP_WRITE,
 };
 use amber_user::abi::NO_SLOT;
-use amber_user::{
-    build_setting, checkpoint, commit_watch, poll, println, recv, reply, IpcDesc, WatchFlags,
-};
+use amber_user::{build_setting, commit_watch, poll, println, recv, reply, IpcDesc, WatchFlags};
 use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
 
 amber_user::main!(main);
@@ -144,14 +143,7 @@ fn main() {
                     unsafe {
                         core::ptr::copy_nonoverlapping(shared as *const u8, buf.as_mut_ptr(), len)
                     };
-                    write(
-                        &mut ring,
-                        &mut ring_nvm,
-                        &mut fram,
-                        watch,
-                        addr,
-                        &buf[..len],
-                    )
+                    write(&mut ring, &mut ring_nvm, watch, addr, &buf[..len])
                 }
                 OP_READ => ring
                     .read(&mut ring_nvm, &mut fram, addr, &mut buf[..len])
@@ -177,30 +169,24 @@ fn main() {
     }
 }
 
-/// Appends a write to the ring; a full ring first asks for a checkpoint, which makes
-/// everything in it visible, and applies it.
+/// Appends a write to the ring. A full ring is `SpiError::Full` to the client, which
+/// asks for the checkpoint: the driver never waits for one itself, since it must keep
+/// serving the persist callbacks of that checkpoint's persist phase.
 fn write(
     ring: &mut IndexedRing,
     ring_nvm: &mut MmioNvm,
-    fram: &mut Device,
     watch: &mut [u64; 2],
     addr: u32,
     data: &[u8],
 ) -> Result<(), SpiError> {
-    for attempt in 0..2 {
-        match ring.append(ring_nvm, addr, data) {
-            Ok(index) => {
-                watch[0] = index.0;
-                return Ok(());
-            }
-            Err(RingError::Full { .. }) if attempt == 0 => {
-                checkpoint().map_err(SpiError::Ipc)?;
-                apply(ring, ring_nvm, fram, watch[1])?;
-            }
-            Err(e) => return Err(device_error(e)),
+    match ring.append(ring_nvm, addr, data) {
+        Ok(index) => {
+            watch[0] = index.0;
+            Ok(())
         }
+        Err(RingError::Full { .. }) => Err(SpiError::Full),
+        Err(e) => Err(device_error(e)),
     }
-    Err(SpiError::Device)
 }
 
 /// Handles the commit watch's news: a restore reopens the ring at the restored writer

@@ -1,12 +1,14 @@
 //! writer: writes numbered 4-byte records to FRAM through the SPI driver (endpoint,
-//! slot 0, badge 1, and the buffer of badge 1 shared with the driver): record n goes to address 4 * (n mod SLOTS) and holds n. Its commit watch
-//! (notification, slot 1) tells it when the system was restored; it then prints the
-//! count it resumed at, which the visibility test compares with what the FRAM holds.
+//! slot 0, badge 1, and the buffer of badge 1 shared with the driver): record n goes
+//! to address 4 * (n mod SLOTS) and holds n; when the driver's ring is full it asks
+//! for a checkpoint and writes the record again. Its commit watch (notification in
+//! slot 1) tells it when the system was restored; it then prints the count it resumed
+//! at, which the visibility test compares with what the FRAM holds.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-use amber_spi_api::Client;
-use amber_user::{commit_watch, poll, println, WatchFlags};
+use amber_spi_api::{Client, SpiError};
+use amber_user::{checkpoint, commit_watch, poll, println, WatchFlags};
 
 amber_user::main!(main);
 
@@ -40,8 +42,19 @@ fn main() {
             println!("writer: restored at {}", watch[0]);
         }
         let n = watch[0] as u32 + 1;
-        spi.write(4 * (n % SLOTS), &n.to_le_bytes())
-            .expect("the SPI driver takes the write");
+        match spi.write(4 * (n % SLOTS), &n.to_le_bytes()) {
+            Ok(_) => {}
+            Err(SpiError::Full) => {
+                // The driver applies the ring once this checkpoint commits; then the
+                // same record is written again.
+                match checkpoint() {
+                    Ok(()) => println!("writer: ring full at record {n}; checkpoint taken"),
+                    Err(e) => println!("writer: ring full at record {n}; checkpoint failed: {e}"),
+                }
+                continue;
+            }
+            Err(e) => panic!("the SPI driver refused a write: {e:?}"),
+        }
         watch[0] = n as u64;
         if n.is_multiple_of(REPORT_EVERY) {
             println!("writer: {n} written");
