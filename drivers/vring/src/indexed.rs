@@ -22,9 +22,9 @@
 
 use crate::error::RingError;
 use crate::layout::{align_up, ENTRY_HEADER_LEN};
-use crate::ring::{ApplyStats, RestoreReport, Ring, RingIndex};
+use crate::ring::{ApplyStats, Overlap, RestoreReport, Ring, RingIndex};
 use amber_format::Region;
-use amber_nvm::{check_range, Nvm};
+use amber_nvm::Nvm;
 
 /// One pending entry as the index keeps it. `repr(C)` of three `u32`s, so that a driver
 /// may lay a slice of them over memory it owns (any bit pattern is a valid value, and
@@ -148,28 +148,17 @@ impl<'a> IndexedRing<'a> {
         addr: u32,
         buf: &mut [u8],
     ) -> Result<(), RingError> {
-        let size = device.size();
-        check_range(addr, buf.len(), size).map_err(|_| RingError::OutsideDevice {
-            addr,
-            len: buf.len(),
-            size,
-        })?;
-        device.read(addr, buf)?;
-        let start = u64::from(addr);
-        let end = start + buf.len() as u64;
+        self.ring.read_device(device, addr, buf)?;
         let applied = self.ring.applied_index().0;
         for i in 0..self.count {
             let e = self.slots[(self.head + i) % self.slots.len()];
-            let lo = start.max(u64::from(e.addr));
-            let hi = end.min(u64::from(e.addr) + u64::from(e.len));
-            if lo >= hi {
+            let Some(o) = Overlap::of(addr, buf.len(), e.addr, e.len) else {
                 continue;
-            }
+            };
             let record_end = applied + u64::from(e.end.wrapping_sub(applied as u32));
             let record = record_end - u64::from(align_up(ENTRY_HEADER_LEN + e.len));
             let data = self.ring.nvm_offset(record) + ENTRY_HEADER_LEN;
-            let from = data + (lo - u64::from(e.addr)) as u32;
-            ring.read(from, &mut buf[(lo - start) as usize..(hi - start) as usize])?;
+            ring.read(data + o.from, &mut buf[o.lo..o.hi])?;
         }
         Ok(())
     }

@@ -322,14 +322,7 @@ impl Ring {
         addr: u32,
         buf: &mut [u8],
     ) -> Result<(), RingError> {
-        check_range(addr, buf.len(), self.device_size).map_err(|_| RingError::OutsideDevice {
-            addr,
-            len: buf.len(),
-            size: self.device_size,
-        })?;
-        device.read(addr, buf)?;
-        let start = addr as u64;
-        let end = start + buf.len() as u64;
+        self.read_device(device, addr, buf)?;
         self.walk(
             ring,
             self.applied.0,
@@ -339,17 +332,32 @@ impl Ring {
                 let Some(e) = record.entry else {
                     return Ok(());
                 };
-                let lo = start.max(e.addr as u64);
-                let hi = end.min(e.addr as u64 + e.len as u64);
-                if lo >= hi {
+                let Some(o) = Overlap::of(addr, buf.len(), e.addr, e.len) else {
                     return Ok(());
-                }
+                };
                 self.record_at(ring, record.index, true)?;
-                let from = e.at + (lo - e.addr as u64) as u32;
-                ring.read(from, &mut buf[(lo - start) as usize..(hi - start) as usize])?;
+                ring.read(e.at + o.from, &mut buf[o.lo..o.hi])?;
                 Ok(())
             },
         )
+    }
+
+    /// Reads `buf.len()` bytes at `addr` from the device itself, refusing a range the
+    /// device does not hold: the start of every read, before pending entries are laid
+    /// over it.
+    pub(crate) fn read_device(
+        &self,
+        device: &mut impl Nvm,
+        addr: u32,
+        buf: &mut [u8],
+    ) -> Result<(), RingError> {
+        check_range(addr, buf.len(), self.device_size).map_err(|_| RingError::OutsideDevice {
+            addr,
+            len: buf.len(),
+            size: self.device_size,
+        })?;
+        device.read(addr, buf)?;
+        Ok(())
     }
 
     /// One past the last appended record: the visible index that would cover every
@@ -513,6 +521,28 @@ impl Ring {
             ring.flush()?;
         }
         Ok(dropped)
+    }
+}
+
+/// Where a pending write of `len` bytes at device address `at` overlaps a read of
+/// `buf_len` bytes at `addr`: the read buffer's `lo..hi`, taken from the entry's data
+/// at offset `from`.
+pub(crate) struct Overlap {
+    pub(crate) lo: usize,
+    pub(crate) hi: usize,
+    pub(crate) from: u32,
+}
+
+impl Overlap {
+    pub(crate) fn of(addr: u32, buf_len: usize, at: u32, len: u32) -> Option<Overlap> {
+        let start = u64::from(addr);
+        let lo = start.max(u64::from(at));
+        let hi = (start + buf_len as u64).min(u64::from(at) + u64::from(len));
+        (lo < hi).then(|| Overlap {
+            lo: (lo - start) as usize,
+            hi: (hi - start) as usize,
+            from: (lo - u64::from(at)) as u32,
+        })
     }
 }
 

@@ -95,6 +95,17 @@ fn apply_drops_exactly_the_applied_entries_and_reopen_empties_the_index() {
     assert_eq!(buf, [1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2]);
 }
 
+/// A record boundary at or past the applied index, at random: a visible index a
+/// checkpoint could have committed.
+fn committable(rng: &mut Rng, boundaries: &[RingIndex], applied: RingIndex) -> RingIndex {
+    let candidates: Vec<_> = boundaries
+        .iter()
+        .copied()
+        .filter(|&b| b >= applied)
+        .collect();
+    candidates[rng.below(candidates.len() as u64) as usize]
+}
+
 #[test]
 fn reads_equal_the_plain_rings_over_random_appends_applies_and_restores() {
     for seed in 1..=200u64 {
@@ -121,24 +132,12 @@ fn reads_equal_the_plain_rings_over_random_appends_applies_and_restores() {
                     }
                 }
                 6 | 7 => {
-                    let applied = r.ring().applied_index();
-                    let candidates: Vec<_> = boundaries
-                        .iter()
-                        .copied()
-                        .filter(|&b| b >= applied)
-                        .collect();
-                    let v = candidates[rng.below(candidates.len() as u64) as usize];
+                    let v = committable(&mut rng, &boundaries, r.ring().applied_index());
                     r.apply(&mut nvm, &mut dev, v).unwrap();
                 }
                 8 => {
                     // A restore to a committed index at or past the applied one.
-                    let applied = r.ring().applied_index();
-                    let candidates: Vec<_> = boundaries
-                        .iter()
-                        .copied()
-                        .filter(|&b| b >= applied)
-                        .collect();
-                    let v = candidates[rng.below(candidates.len() as u64) as usize];
+                    let v = committable(&mut rng, &boundaries, r.ring().applied_index());
                     r.reopen(&mut nvm, &mut dev, v).unwrap();
                     boundaries.retain(|&b| b <= v);
                 }
