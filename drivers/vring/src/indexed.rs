@@ -21,7 +21,7 @@
 //! never change the ring other than through `Ring`'s own methods.
 
 use crate::error::RingError;
-use crate::layout::{align_up, ENTRY_HEADER_LEN};
+use crate::layout::{entry_span, ENTRY_HEADER_LEN};
 use crate::ring::{ApplyStats, Overlap, RestoreReport, Ring, RingIndex};
 use amber_format::Region;
 use amber_nvm::Nvm;
@@ -55,7 +55,7 @@ impl<'a> IndexedRing<'a> {
     /// Index slots a ring of `capacity` data bytes needs: one per smallest record (a
     /// header and one data byte, aligned), the most entries it can hold pending.
     pub const fn slots_for(capacity: u32) -> usize {
-        (capacity / align_up(ENTRY_HEADER_LEN + 1)) as usize
+        (capacity / entry_span(1)) as usize
     }
 
     /// [`Ring::open`], with `slots` as the index's room (at least
@@ -156,7 +156,7 @@ impl<'a> IndexedRing<'a> {
                 continue;
             };
             let record_end = applied + u64::from(e.end.wrapping_sub(applied as u32));
-            let record = record_end - u64::from(align_up(ENTRY_HEADER_LEN + e.len));
+            let record = record_end - u64::from(entry_span(e.len));
             let data = self.ring.nvm_offset(record) + ENTRY_HEADER_LEN;
             ring.read(data + o.from, &mut buf[o.lo..o.hi])?;
         }

@@ -58,6 +58,12 @@ pub const fn align_up(n: u32) -> u32 {
     n.div_ceil(ALIGN) * ALIGN
 }
 
+/// Bytes of the ring one entry of `len` data bytes takes: its record header and the
+/// data, rounded up to the record alignment.
+pub const fn entry_span(len: u32) -> u32 {
+    align_up(ENTRY_HEADER_LEN + len)
+}
+
 /// The data capacity of a region of `len` bytes.
 pub const fn capacity_for(len: u32) -> u32 {
     len.saturating_sub(DATA_OFFSET) / ALIGN * ALIGN

@@ -10,7 +10,7 @@
 
 use crate::error::{EntryFault, RingError};
 use crate::layout::{
-    align_up, EntryHeader, RecordKind, RingHeader, APPLIED_RECORD_OFFSET, CRC32, DATA_OFFSET,
+    entry_span, EntryHeader, RecordKind, RingHeader, APPLIED_RECORD_OFFSET, CRC32, DATA_OFFSET,
     ENTRY_HEADER_LEN, MIN_REGION_LEN, RING_HEADER_LEN, RING_MAGIC,
 };
 use amber_format::{DualRecord, Newest, Region};
@@ -90,7 +90,7 @@ pub struct Ring {
 }
 
 /// The torn-safe applied index of the ring in `region`.
-fn applied_record(region: Region) -> DualRecord<8> {
+pub(crate) fn applied_record(region: Region) -> DualRecord<8> {
     DualRecord {
         base: region.offset + APPLIED_RECORD_OFFSET,
     }
@@ -225,7 +225,7 @@ impl Ring {
             size: self.device_size,
         })?;
         let len = data.len() as u32;
-        let span = align_up(ENTRY_HEADER_LEN + len);
+        let span = entry_span(len);
         let room = self.lap_room(self.writer.0);
         // Entries never wrap: if this one does not fit in the rest of the lap, the rest
         // of the lap becomes a pad and the entry starts the next lap.
@@ -433,10 +433,7 @@ impl Ring {
                     return Err(corrupt(EntryFault::BadLength { len }));
                 }
                 let at = offset + ENTRY_HEADER_LEN;
-                (
-                    Some(EntryData { addr, len, at }),
-                    align_up(ENTRY_HEADER_LEN + len),
-                )
+                (Some(EntryData { addr, len, at }), entry_span(len))
             }
             RecordKind::Pad => (None, room),
         };

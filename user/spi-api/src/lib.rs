@@ -99,7 +99,7 @@ pub struct Written {
 /// the data, rounded up to the ring's alignment. A write that does not fit in the rest
 /// of the ring's lap also pads that rest (at most one such pad per lap).
 pub const fn ring_bytes(len: u32) -> u32 {
-    (amber_vring::ENTRY_HEADER_LEN + len).next_multiple_of(amber_vring::ALIGN)
+    amber_vring::layout::entry_span(len)
 }
 
 /// A client of the driver: its endpoint capability and its shared buffer.
