@@ -188,6 +188,28 @@ pub fn checkpoint() -> Result<(), Error> {
     call(Sysno::Checkpoint, [0; 6]).map(drop)
 }
 
+/// A commit watch for a task that only needs to know of restores: `restore_bits` on
+/// `notification` after each restore, no news of commits (the kernel still writes
+/// `watch[1]` after each). [`signalled`] then tells the task it was restored.
+pub fn watch_restores(
+    watch: &mut [u64; 2],
+    notification: u32,
+    restore_bits: u32,
+) -> Result<(), Error> {
+    commit_watch(
+        watch.as_mut_ptr() as usize as u32,
+        notification,
+        0,
+        restore_bits,
+        WatchFlags::empty(),
+    )
+}
+
+/// Whether any of `bits` is signalled on `notification` (the poll clears them all).
+pub fn signalled(notification: u32, bits: u32) -> bool {
+    poll(notification).is_ok_and(|got| got & bits != 0)
+}
+
 /// Watches the u64 at `ptr` (in this task's memory): after every checkpoint commits,
 /// the kernel writes the value it had in that checkpoint to `ptr + 8` and signals
 /// `commit_bits` on `notification`; after a restore it signals `restore_bits`.

@@ -11,17 +11,18 @@
 //! It is a persist callback (commit watch on the notification, slot 2): before every
 //! checkpoint the kernel interrupts its `recv`, and it persists the heap, so the FRAM
 //! as the checkpoint commits it is exactly the heap as the checkpointed memory knows
-//! it. After a restore (the kernel runs a persist phase then too, before any client)
-//! it reads every cached object back from the FRAM into its place in the arena (whose
+//! it. After a restore (the kernel runs a persist phase then too, before any client) it
+//! reads every cached object back from the FRAM into its place in the arena (whose
 //! contents are gone), so that guards the clients held across the checkpoint find their
-//! bytes where they were. It keeps enough room in the driver's ring for one request and one persist,
-//! and the ring bytes written since the last checkpoint under its pending cap (24 KiB,
-//! or that reserve if it is larger), asking for a checkpoint itself before either is
-//! crossed: a persist never meets a full ring (the driver would ask for a checkpoint
-//! in the middle of one), and no read meets more pending entries than the instruction
-//! bounds assume. At start it measures the driver's calls and prints the persist
-//! bound; every 200 persists it prints the largest ones. It answers `OP_STATS` with
-//! its storage counters (what it wrote to the FRAM, and the part its persists wrote).
+//! bytes where they were. It keeps enough room in the driver's ring for one request and
+//! one persist, and the ring bytes written since the last checkpoint under its pending
+//! cap (24 KiB, or that reserve if it is larger), asking for a checkpoint itself before
+//! either is crossed: a persist never meets a full ring (the driver would refuse its
+//! write, and a failed persist ends the task), and no read meets more pending entries
+//! than the instruction bounds assume. At start it measures the driver's calls and prints the
+//! persist bound; every 200 persists it prints the largest ones. It answers `OP_STATS`
+//! with its storage counters (what it wrote to the FRAM, and the part its persists
+//! wrote).
 //!
 //! The heap's dirty limit is set when the task is built: the environment variable
 //! `AMBER_HEAP_MAX_DIRTY` (decimal bytes; an app sets it with `env = {
@@ -38,9 +39,9 @@
 //! bound covers all heaps: a persist phase persists each.
 //!
 //! It must never keep a handle or guard of its own across a `recv` (the clients' pins
-//! are the heap's state, which persist handles), never reply before a request's heap work is done, and never go on after a
-//! failed persist (the checkpoint would commit a heap that is not on the FRAM): its
-//! fault policy is "end".
+//! are the heap's state, which persist handles), never reply before a request's heap
+//! work is done, and never go on after a failed persist (the checkpoint would commit a
+//! heap that is not on the FRAM): its fault policy is "end".
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
@@ -52,8 +53,8 @@ use amber_heap_service::{
 use amber_spi_api::{ring_bytes, Client, SpiError};
 use amber_user::abi::NO_SLOT;
 use amber_user::{
-    build_setting, checkpoint, commit_watch, exit, instret, persist_done, poll, println, recv,
-    reply, Error, IpcDesc, WatchFlags,
+    build_setting, checkpoint, commit_watch, exit, instret, persist_done, println, recv, reply,
+    signalled, Error, IpcDesc, WatchFlags,
 };
 use core::cell::Cell;
 use vnv_heap::Config;
@@ -124,11 +125,11 @@ const fn config(i: usize) -> Config {
 const PROBE_ADDR: u32 = FRAM_BYTES - 1024;
 /// The smallest pending cap. The cap is the most ring bytes this task lets wait in the
 /// driver (written since the last checkpoint): every read scans them (in the driver's
-/// index, copying the bytes they overlay), so the instruction bounds assume the cap.
-/// It is this or the ring reserve, whichever is larger (a larger dirty limit needs a
-/// larger reserve, and the cap must leave room for one request and a persist). 24 KiB: with two heaps the reserve (one request and
-/// two persists) is about 16 KiB, and the cap leaves about 8 KiB of requests between
-/// the checkpoints this task asks for.
+/// index, copying the bytes they overlay), so the instruction bounds assume the cap. It
+/// is this or the ring reserve, whichever is larger (a larger dirty limit needs a
+/// larger reserve, and the cap must leave room for one request and a persist). 24 KiB:
+/// with two heaps the reserve (one request and two persists) is about 16 KiB, and the
+/// cap leaves about 8 KiB of requests between the checkpoints this task asks for.
 const PENDING_CAP_MIN: u32 = 24 * 1024;
 /// The driver's ring: the 64 KiB ring area of the app (as `spidrv` places it), less
 /// the ring's header.
@@ -148,10 +149,7 @@ impl Driver {
         // SAFETY: the app grants this task, and the driver alone, the buffer of badge
         // 1 (read and write), and the SPI endpoint capability with badge 1; only
         // `Driver`s use that buffer.
-        match unsafe { Client::new(SPI, 1) } {
-            Some(c) => Driver(c),
-            None => unreachable!("badge 1 has a buffer"),
-        }
+        Driver(unsafe { Client::new(SPI, 1) }.expect("badge 1 has a buffer"))
     }
 }
 
@@ -367,7 +365,7 @@ impl Heapsvc<'_> {
     /// loop or in [`Self::checkpoint`]), and the first thing the restore's persist
     /// phase asks of it is a persist, which would write the empty arenas to the FRAM.
     fn reload_if_restored(&mut self) {
-        if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
+        if signalled(NOTIFICATION, RESTORED) {
             self.reload();
         }
     }

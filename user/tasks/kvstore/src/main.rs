@@ -1,7 +1,8 @@
 //! kvstore: a key-value store over the heap service (endpoint, slot 0; its window on
-//! the service's cache of its heap at `WINDOW`, slot 2), and a crash workload. Each of `KEYS` keys has a value object in the heap (key, version, a
-//! payload computed from key and version, checksum; 292 bytes, more than one IPC
-//! message, reached in place through the window). It updates random keys (a seeded generator in its own memory),
+//! the service's cache of its heap at `WINDOW`, slot 2), and a crash workload. Each of
+//! `KEYS` keys has a value object in the heap (key, version, a payload computed from
+//! key and version, checksum; 292 bytes, more than one IPC message, reached in place
+//! through the window). It updates random keys (a seeded generator in its own memory),
 //! bumping their version; one update in eight replaces the key's object instead (free
 //! and allocate, so ids and NVM space are reused). The version each key must have is
 //! kept in the task's own (checkpointed) memory.
@@ -9,16 +10,16 @@
 //! Every value is checked when it is updated, and every key every `CHECK_EVERY`
 //! updates. An update counter object is held under a write guard across each run of
 //! `CHECK_EVERY` updates (so across checkpoints and restores), bumped with every update
-//! and checked against the count in the task's memory. After a power cut the heap and the task's memory come from the same
-//! checkpoint, so any mismatch means they were restored from different states: it
-//! prints `kv: VIOLATION ...` and stops. Progress lines (`kv: N updates`) only grow
-//! while the system keeps its checkpoints. It must never repair what it finds, only
-//! report it.
+//! and checked against the count in the task's memory. After a power cut the heap and
+//! the task's memory come from the same checkpoint, so any mismatch means they were
+//! restored from different states: it prints `kv: VIOLATION ...` and stops. Progress
+//! lines (`kv: N updates`) only grow while the system keeps its checkpoints. It must
+//! never repair what it finds, only report it.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_heap_api::{Handle, Heap, HeapError, Persist};
-use amber_user::{commit_watch, exit, poll, println, Rng, WatchFlags};
+use amber_user::{exit, println, signalled, watch_restores, Rng};
 use core::fmt;
 
 amber_user::main!(main);
@@ -103,14 +104,7 @@ fn main() {
     // SAFETY: one thread per task; the kernel never writes WATCH[0], and WATCH[1] only
     // while this task is stopped.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
-    commit_watch(
-        watch.as_ptr() as usize as u32,
-        NOTIFICATION,
-        0,
-        RESTORED,
-        WatchFlags::empty(),
-    )
-    .expect("commit watch");
+    watch_restores(watch, NOTIFICATION, RESTORED).expect("commit watch");
     // SAFETY: the app maps [WINDOW, WINDOW + WINDOW_BYTES) for this task (slot 2), shared
     // with the heap service only, and nothing else in this task touches it.
     let heap = unsafe { Heap::new(HEAP, WINDOW, WINDOW_BYTES) };
@@ -131,7 +125,7 @@ fn main() {
             ));
         }
         loop {
-            if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
+            if signalled(NOTIFICATION, RESTORED) {
                 println!("kv: restored at {updates} updates");
             }
             let k = rng.below(KEYS as u32) as usize;

@@ -1,23 +1,24 @@
 //! logger: a sensor logger over the heap service (endpoint, slot 0; its window on the
-//! service's cache of its heap at `WINDOW`, slot 2), and a crash workload. Each record (sequence number, a fake sensor value computed from it, a
-//! checksum) is its own heap object; a FIFO object in the heap holds the ids of the
-//! last `SLOTS` records in order, and the oldest is popped (and freed) when it is full.
-//! The logger keeps the aggregate of the FIFO (records appended, records held, sum of
-//! their values) in its own memory, which the kernel checkpoints.
+//! service's cache of its heap at `WINDOW`, slot 2), and a crash workload. Each record
+//! (sequence number, a fake sensor value computed from it, a checksum) is its own heap
+//! object; a FIFO object in the heap holds the ids of the last `SLOTS` records in
+//! order, and the oldest is popped (and freed) when it is full. The logger keeps the
+//! aggregate of the FIFO (records appended, records held, sum of their values) in its
+//! own memory, which the kernel checkpoints.
 //!
 //! Every `CHECK_EVERY` records it reads the whole FIFO back and checks it against that
 //! aggregate: count, sum, consecutive sequence numbers ending at the last appended,
-//! values and checksums. A read guard on a stamp record is held across each such run
-//! of records (so across checkpoints and restores) and checked at its end. After a power cut both sides come from the same checkpoint,
-//! so a mismatch means the heap and the task's memory were restored from different
-//! states: it prints `logger: VIOLATION ...` and stops. Progress lines
-//! (`logger: N records`) only grow while the system keeps its checkpoints. It must
-//! never repair what it finds, only report it.
+//! values and checksums. A read guard on a stamp record is held across each such run of
+//! records (so across checkpoints and restores) and checked at its end. After a power
+//! cut both sides come from the same checkpoint, so a mismatch means the heap and the
+//! task's memory were restored from different states: it prints `logger: VIOLATION ...`
+//! and stops. Progress lines (`logger: N records`) only grow while the system keeps its
+//! checkpoints. It must never repair what it finds, only report it.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_heap_api::{Handle, Heap, HeapError, ObjectId, Persist};
-use amber_user::{commit_watch, exit, poll, println, WatchFlags};
+use amber_user::{exit, println, signalled, watch_restores};
 use core::fmt;
 
 amber_user::main!(main);
@@ -102,14 +103,7 @@ fn main() {
     // SAFETY: one thread per task; the kernel never writes WATCH[0], and WATCH[1] only
     // while this task is stopped.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
-    commit_watch(
-        watch.as_ptr() as usize as u32,
-        NOTIFICATION,
-        0,
-        RESTORED,
-        WatchFlags::empty(),
-    )
-    .expect("commit watch");
+    watch_restores(watch, NOTIFICATION, RESTORED).expect("commit watch");
     // SAFETY: the app maps [WINDOW, WINDOW + WINDOW_BYTES) for this task (slot 2), shared
     // with the heap service only, and nothing else in this task touches it.
     let heap = unsafe { Heap::new(HEAP, WINDOW, WINDOW_BYTES) };
@@ -127,7 +121,7 @@ fn main() {
         // while the service has it pinned, and it must still read the same.
         let held = ok(heap.get_ref(&stamp), "pinning the stamp");
         loop {
-            if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
+            if signalled(NOTIFICATION, RESTORED) {
                 println!(
                     "logger: restored at {} records, {} held, sum {}",
                     agg.appended, agg.count, agg.sum

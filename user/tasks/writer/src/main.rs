@@ -8,7 +8,7 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_spi_api::{Client, SpiError};
-use amber_user::{checkpoint, commit_watch, poll, println, WatchFlags};
+use amber_user::{checkpoint, println, signalled, watch_restores};
 
 amber_user::main!(main);
 
@@ -26,19 +26,12 @@ fn main() {
     // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
     // stopped for a checkpoint.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
-    commit_watch(
-        watch.as_ptr() as usize as u32,
-        NOTIFICATION,
-        0,
-        RESTORED,
-        WatchFlags::empty(),
-    )
-    .expect("commit watch");
+    watch_restores(watch, NOTIFICATION, RESTORED).expect("commit watch");
     // SAFETY: the app grants this task, and the driver alone, the buffer of badge 1,
     // with the SPI endpoint capability of badge 1; nothing else here uses it.
     let mut spi = unsafe { Client::new(SPI, 1) }.expect("badge 1 has a buffer");
     loop {
-        if poll(NOTIFICATION).is_ok_and(|bits| bits & RESTORED != 0) {
+        if signalled(NOTIFICATION, RESTORED) {
             println!("writer: restored at {}", watch[0]);
         }
         let n = watch[0] as u32 + 1;
