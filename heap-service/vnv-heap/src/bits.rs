@@ -4,9 +4,9 @@
 //! The cache buffer is split once, at `new`/`open`, into eight bitmaps and the arena of
 //! 8-byte units that holds resident objects. A split heap (`new_split`/`open_split`)
 //! takes the bitmaps and a table of one 4-byte header (id, state) per arena unit from
-//! its metadata buffer, and its arena holds object bytes only. This file only plans the split and reads
-//! and writes bits through raw pointers; it never creates a reference into the buffer,
-//! because guards hold references into the arena at the same time.
+//! its metadata buffer, and its arena holds object bytes only. This file only plans the
+//! split and reads and writes bits through raw pointers; it never creates a reference
+//! into the buffer, because guards hold references into the arena at the same time.
 
 /// Bytes of one cache unit; the arena is 8-byte aligned, so every unit is too.
 pub(crate) const UNIT: usize = 8;

@@ -55,8 +55,9 @@ impl Config {
             .map(|l| l.end())
     }
 
-    /// Bytes of RAM the heap takes from a cache buffer of [`cache_bytes`](Self::cache_bytes)
-    /// for its bitmaps (before alignment), leaving the rest for cached objects.
+    /// Bytes of RAM the heap takes from a cache buffer of
+    /// [`cache_bytes`](Self::cache_bytes) for its bitmaps (before alignment), leaving
+    /// the rest for cached objects.
     pub fn ram_metadata_bytes(&self) -> usize {
         let len = self.cache_bytes as usize;
         self.ram_plan().map(|p| p.metadata_bytes()).unwrap_or(len)

@@ -51,7 +51,8 @@ struct Inner<S> {
     committed: u32,
     /// Which commit record copy holds `G`.
     header_copy: u8,
-    /// Whether the working epoch wrote anything to NVM (else persist has nothing to commit).
+    /// Whether the working epoch wrote anything to NVM (else persist has nothing to
+    /// commit).
     epoch_written: bool,
     dirty_bytes: u32,
     poisoned: bool,

@@ -1,8 +1,8 @@
 //! The `Kernel` value: the object arena plus the little state that is not in objects
 //! (who runs, a sequence counter). All of that state is derived from the objects or
-//! volatile, so a checkpoint is the arena alone (see checkpoint.rs). Accessors the arch code needs live here; the
-//! behaviour lives with each object type. Nothing here may be reachable from a task
-//! except through `syscall`.
+//! volatile, so a checkpoint is the arena alone (see checkpoint.rs). Accessors the arch
+//! code needs live here; the behaviour lives with each object type. Nothing here may be
+//! reachable from a task except through `syscall`.
 
 use crate::{
     abi::TaskState, context::Context, ids::ThreadId, objects::Arena, persist::PersistPhase,

@@ -73,9 +73,9 @@ pub(crate) enum ThreadState {
 /// | 178 | 4 | `watch` restore bits |
 /// | 182 | 4 | `watch` flags (`WatchFlags` bits: 1 persist callback, 2 serves persist) |
 ///
-/// Version 2 added the commit watch (168..182), version 3 its flags (182..186). Nothing in a Thread is derived, so
-/// everything is stored (the value a watch read for the checkpoint being taken is not
-/// the thread's: see watch.rs). One state is stored as
+/// Version 2 added the commit watch (168..182), version 3 its flags (182..186). Nothing
+/// in a Thread is derived, so everything is stored (the value a watch read for the
+/// checkpoint being taken is not the thread's: see watch.rs). One state is stored as
 /// another: a thread blocked in `Checkpoint` is written as Ready with `a0` = 0, which
 /// is exactly what `Kernel::checkpoint_done(true)` makes of it (it keeps its `seq`), so
 /// after a restore it resumes as if the checkpoint it waited for had succeeded; it is

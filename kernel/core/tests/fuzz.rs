@@ -1,14 +1,14 @@
 //! The syscall fuzzer: boots a small system and issues well over 100,000 random
 //! syscalls with random numbers, slots, pointers and lengths, interleaved with ticks,
 //! interrupts, faults and random descriptor bytes in task memory; commit watches are
-//! registered with random blocks and bits, and every checkpoint the fuzzer answers
-//! runs the watch protocol (snapshot, then commit or failure; restore signals). It
-//! asserts that
-//! nothing panics (the fake memory also fails the test if the kernel touches memory
-//! no task may access with that right), that every completed call returns 0 or a documented error code, and that the
-//! tree invariants hold throughout; every 100 steps the whole kernel is checkpointed
-//! and replaced by one restored from its records. Seeded deterministically, so failures repeat. It
-//! must never weaken an assertion to make a run pass: a failure here is a kernel bug.
+//! registered with random blocks and bits, and every checkpoint the fuzzer answers runs
+//! the watch protocol (snapshot, then commit or failure; restore signals). It asserts
+//! that nothing panics (the fake memory also fails the test if the kernel touches
+//! memory no task may access with that right), that every completed call returns 0 or a
+//! documented error code, and that the tree invariants hold throughout; every 100 steps
+//! the whole kernel is checkpointed and replaced by one restored from its records.
+//! Seeded deterministically, so failures repeat. It must never weaken an assertion to
+//! make a run pass: a failure here is a kernel bug.
 
 mod common;
 

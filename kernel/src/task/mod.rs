@@ -158,17 +158,13 @@ fn checkpoint_due(k: &mut Kernel, why: &'static str) {
 /// without callbacks, before the checkpoint). Returns whether it did (without a phase
 /// it does not return: the power failure takes the checkpoint and halts).
 fn injected_power_failure(k: &mut Kernel, why: &str) -> bool {
-    let due = PERSIST.lock().as_ref().map(|p| p.committed().0 + 1);
-    let mut at = PFI_AT.lock();
-    if due.is_none() || *at != due {
+    let Some(due) = PERSIST.lock().as_ref().map(|p| p.committed().0 + 1) else {
+        return false;
+    };
+    if PFI_AT.lock().take_if(|&mut v| v == due).is_none() {
         return false;
     }
-    *at = None;
-    drop(at);
-    info!(
-        "power failure injected (amber.pfi) as checkpoint {} is due ({why})",
-        due.unwrap_or(0)
-    );
+    info!("power failure injected (amber.pfi) as checkpoint {due} is due ({why})");
     power_failure(k);
     true
 }

@@ -4,14 +4,15 @@
 //! object, slot 4) holds an index of the ring's pending entries (emptied at every open
 //! of the ring, so a read scans it instead of the ring's records) and one buffer per
 //! client, shared with that client. Clients write and read by IPC (endpoint, slot 0;
-//! the badge names the client and its buffer; protocol in `amber-spi-api`). A write is appended to the ring and reaches the chip only once the
-//! checkpoint that covers it has committed: the kernel's commit watch (notification,
-//! slot 1) reports the ring's writer index as it was in each committed checkpoint, and
-//! the driver applies the ring up to it. After a restore the driver reopens the ring at
-//! its restored writer index: entries past it are dropped, committed ones not yet on
-//! the chip are replayed. A full ring refuses the write (`SpiError::Full`: the client
-//! asks for a checkpoint and writes again); nothing is ever dropped.
-//! Its fault policy must be "end": a restart would format the ring.
+//! the badge names the client and its buffer; protocol in `amber-spi-api`). A write is
+//! appended to the ring and reaches the chip only once the checkpoint that covers it
+//! has committed: the kernel's commit watch (notification, slot 1) reports the ring's
+//! writer index as it was in each committed checkpoint, and the driver applies the ring
+//! up to it. After a restore the driver reopens the ring at its restored writer index:
+//! entries past it are dropped, committed ones not yet on the chip are replayed. A full
+//! ring refuses the write (`SpiError::Full`: the client asks for a checkpoint and
+//! writes again); nothing is ever dropped. Its fault policy must be "end": a restart
+//! would format the ring.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
