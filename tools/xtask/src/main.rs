@@ -291,8 +291,10 @@ fn test(args: &[String]) -> Result<(), String> {
             ))
         }
     };
-    // Fail before any long build when QEMU is missing, naming the package.
+    // Fail before any long build when QEMU is missing, naming the package; the device
+    // lint below needs the target as much as a build does.
     find_qemu().map_err(|e| e.to_string())?;
+    ensure_target()?;
     step(
         "checking formatting (cargo fmt --check)",
         cargo().args(["fmt", "--all", "--check"]),
