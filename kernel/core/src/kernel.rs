@@ -1,12 +1,18 @@
 //! The `Kernel` value: the object arena plus the little state that is not in objects
-//! (who runs, a sequence counter). All of that state is derived from the objects or
-//! volatile, so a checkpoint is the arena alone (see checkpoint.rs). Accessors the arch
-//! code needs live here; the behaviour lives with each object type. Nothing here may be
-//! reachable from a task except through `syscall`.
+//! (who runs, a sequence counter, the checkpoint cycle). All of that state is derived
+//! from the objects or volatile, so a checkpoint is the arena alone (see
+//! `ops/items.rs`). Here are the accessors every operation uses (typed lookups in the
+//! arena, which mark what they hand out mutably as dirty) and the few the glue needs;
+//! the operations themselves are in `ops/`. Nothing here may be reachable from a task
+//! except through `syscall`.
 
 use crate::{
-    abi::TaskState, context::Context, ids::ThreadId, objects::Arena, persist::PersistPhase,
-    watch::PendingWatches,
+    abi::{ObjKind, TaskState},
+    context::Context,
+    cycle::{PendingWatches, PersistPhase},
+    ids::{ObjId, ThreadId},
+    obj::{Arena, CapGroup, Object, Thread},
+    MAX_OBJECTS,
 };
 
 /// The whole kernel state. Build it in a `static` with [`Kernel::new`] (a `const fn`,
@@ -25,9 +31,9 @@ pub struct Kernel {
     pub(crate) memory_epoch: u32,
     /// A task called `Checkpoint` since the last `take_checkpoint_request`.
     pub(crate) checkpoint_requested: bool,
-    /// Watched values read for the checkpoint being taken (see watch.rs).
+    /// Watched values read for the checkpoint being taken (see `ops/watch.rs`).
     pub(crate) pending_watches: PendingWatches,
-    /// The persist phase before the checkpoint being prepared (see persist.rs).
+    /// The persist phase before the checkpoint being prepared (see `ops/persist.rs`).
     pub(crate) persist: PersistPhase,
 }
 
@@ -99,9 +105,123 @@ impl Kernel {
         self.memory_epoch
     }
 
+    /// Whether a persist phase is in progress.
+    pub fn persist_active(&self) -> bool {
+        self.persist.active
+    }
+
+    /// Back to the state of `new`, in place (no large temporary on the stack).
+    pub(crate) fn reset(&mut self) {
+        self.objects.clear();
+        self.current = None;
+        self.seq = 0;
+        self.booted = false;
+        self.checkpoint_requested = false;
+        self.pending_watches.clear();
+        self.persist = PersistPhase::NONE;
+        self.bump_memory_epoch();
+    }
+
     /// Notes that some task's memory regions changed.
     pub(crate) fn bump_memory_epoch(&mut self) {
         self.memory_epoch = self.memory_epoch.wrapping_add(1);
+    }
+}
+
+impl Kernel {
+    /// Puts `obj` in the first free entry; `None` when the arena is full.
+    pub(crate) fn alloc(&mut self, obj: Object) -> Option<ObjId> {
+        self.objects.alloc(obj)
+    }
+
+    /// The entry for `id` (ids are always in range by construction).
+    pub(crate) fn obj(&self, id: ObjId) -> &Object {
+        self.objects.get(id)
+    }
+
+    /// The entry for `id`, mutably; marks it dirty (see the file comment).
+    pub(crate) fn obj_mut(&mut self, id: ObjId) -> &mut Object {
+        self.objects.get_mut(id)
+    }
+
+    /// The kind of the object at `id`, `None` if free.
+    pub(crate) fn kind_of(&self, id: ObjId) -> Option<ObjKind> {
+        self.obj(id).kind()
+    }
+
+    /// Every live CapGroup's id.
+    pub(crate) fn group_ids(&self) -> impl Iterator<Item = ObjId> + '_ {
+        self.ids_where(|o| matches!(o, Object::CapGroup(_)))
+    }
+
+    /// Every live thread's id.
+    pub(crate) fn thread_ids(&self) -> impl Iterator<Item = ThreadId> + '_ {
+        self.ids_where(|o| matches!(o, Object::Thread(_)))
+            .map(ThreadId)
+    }
+
+    fn ids_where(&self, f: impl Fn(&Object) -> bool + 'static) -> impl Iterator<Item = ObjId> + '_ {
+        self.objects
+            .iter()
+            .filter(move |(_, o)| f(o))
+            .map(|(id, _)| id)
+    }
+
+    /// The CapGroup at `id`, if it is one.
+    pub(crate) fn group(&self, id: ObjId) -> Option<&CapGroup> {
+        match self.obj(id) {
+            Object::CapGroup(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// The CapGroup at `id`, mutably, if it is one.
+    pub(crate) fn group_mut(&mut self, id: ObjId) -> Option<&mut CapGroup> {
+        match self.obj_mut(id) {
+            Object::CapGroup(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// The thread `t`. A `ThreadId` that names no thread is a broken kernel invariant.
+    pub(crate) fn thread(&self, t: ThreadId) -> &Thread {
+        match self.obj(t.0) {
+            Object::Thread(th) => th,
+            _ => panic!("kernel invariant broken: {t:?} is not a thread"),
+        }
+    }
+
+    /// The thread `t`, mutably (same invariant as [`Kernel::thread`]).
+    pub(crate) fn thread_mut(&mut self, t: ThreadId) -> &mut Thread {
+        match self.obj_mut(t.0) {
+            Object::Thread(th) => th,
+            _ => panic!("kernel invariant broken: {t:?} is not a thread"),
+        }
+    }
+
+    /// The CapGroup thread `t` belongs to.
+    pub(crate) fn group_of(&self, t: ThreadId) -> &CapGroup {
+        let g = self.thread(t).group;
+        match self.group(g) {
+            Some(g) => g,
+            None => panic!("kernel invariant broken: {t:?} has no CapGroup"),
+        }
+    }
+}
+
+/// Collecting an iterator into a fixed array (no allocation).
+pub(crate) trait CollectArray<T> {
+    /// The first `MAX_OBJECTS` items.
+    fn collect_array(self) -> [Option<T>; MAX_OBJECTS];
+}
+
+impl<T: Copy, I: Iterator<Item = T>> CollectArray<T> for I {
+    fn collect_array(self) -> [Option<T>; MAX_OBJECTS] {
+        let mut out = [None; MAX_OBJECTS];
+        for (o, x) in out.iter_mut().zip(self) {
+            *o = Some(x);
+        }
+        out
     }
 }
 

@@ -19,10 +19,19 @@
 //!   thread states and a sequence number, so there is nothing to keep consistent.
 //! - Checkpointable by ownership: every change to an arena entry goes through one guard
 //!   that marks it dirty; each object type encodes and decodes its own record (next to
-//!   the type); everything else is derived and rebuilt at restore. See checkpoint.rs.
+//!   the type); everything else is derived and rebuilt at restore. See `ops/items.rs`.
 //! - Fixed bounds everywhere (below); every user input is checked before use.
 //!
-//! Dependencies point down: `amber-kernel` -> `amber-core` -> `amber-abi`.
+//! Dependencies point down: `amber-kernel` -> `amber-core` -> `amber-abi`. Inside, in
+//! layers, each using only those below it:
+//!
+//! | layer | modules | what |
+//! |-------|---------|------|
+//! | operations | `ops/` | everything that involves more than one object (its own table of layers) |
+//! | the kernel | `kernel.rs` | the [`Kernel`] value and its typed accessors into the arena |
+//! | volatile state | `cycle.rs` | the checkpoint cycle: request, persist phase, pending watch values |
+//! | objects | `obj/` | one file per object type (state, record, pure transitions) and the arena |
+//! | base | `ids`, `context`, `record`, `spec`, `fault`, `platform` | numbers, registers, the record codec, boot description, fault causes, the two doors to the machine |
 //!
 //! # Bounds
 //!
@@ -38,42 +47,27 @@
 
 #![cfg_attr(not(test), no_std)]
 
-mod boot;
-mod cap;
-mod capgroup;
-mod checkpoint;
 mod context;
-mod endpoint;
+mod cycle;
 mod fault;
 mod ids;
-mod invariants;
-mod irq;
 mod kernel;
-mod memory;
-mod notification;
-mod nvm_region;
-mod objects;
-mod persist;
+mod obj;
+mod ops;
 mod platform;
 mod record;
-mod sched;
 mod spec;
-mod syscall;
-mod thread;
-mod timer;
-mod watch;
 
 pub use amber_abi as abi;
 pub use amber_abi::Rights;
-pub use capgroup::TaskName;
 pub use context::Context;
 pub use fault::{Access, Fault, FaultAction, FaultReport};
 pub use ids::{ObjId, Priority, Slot, ThreadId};
-pub use invariants::InvariantViolation;
 pub use kernel::Kernel;
-pub use persist::PersistEnd;
+pub use obj::TaskName;
+pub use ops::PersistEnd;
 pub use platform::{Platform, UserMemory};
-pub use record::{RecordVersion, RestoreError, RECORD_MAX};
+pub use record::{InvariantViolation, RecordVersion, RestoreError, RECORD_MAX};
 pub use spec::{BootError, CapSpec, FaultPolicy, MemKind, RegionSpec, TaskSpec};
 
 /// Entries in the object arena: every CapGroup, Thread and other object.

@@ -2,7 +2,7 @@
 //! reader the decoders drain, the record header, and the named errors of a restore.
 //! A record is untrusted input when it comes back: every read here is bounds-checked
 //! and returns a [`RestoreError`], never panics. This file knows no object type;
-//! each type's layout lives next to that type (thread.rs, capgroup.rs, ...).
+//! each type's layout lives next to that type (`obj/thread.rs`, `obj/capgroup.rs`, ...).
 //!
 //! # Record header (every record)
 //!
@@ -22,7 +22,6 @@ use core::fmt;
 use crate::{
     abi::{ObjKind, Rights},
     ids::ObjId,
-    invariants::InvariantViolation,
     spec::MemKind,
 };
 
@@ -36,6 +35,21 @@ pub const RECORD_MAX: usize = 512;
 
 /// An optional object id that is absent.
 pub(crate) const NO_OBJ: u16 = u16::MAX;
+
+/// The first broken invariant found: which one, in words, and where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InvariantViolation {
+    /// The invariant, as a sentence.
+    pub what: &'static str,
+    /// The arena index involved.
+    pub at: usize,
+}
+
+impl fmt::Display for InvariantViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invariant broken at object {}: {}", self.at, self.what)
+    }
+}
 
 /// Why a set of records could not be restored. `item` is the record's item id (the
 /// arena index of the object it describes).

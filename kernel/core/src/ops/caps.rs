@@ -1,5 +1,5 @@
-//! Capabilities and their derivation tree: lookup with kind and rights checks, derive,
-//! delete, revoke, and deleting an object. Revocation is eager: every operation scans
+//! Capabilities and their derivation tree: install, derive, delete, revoke, and
+//! deleting an object (lookups are queries, in `access.rs`). Revocation is eager: every operation scans
 //! all CapGroups' slots (O(groups × slots) per sweep, at most one sweep per derivation
 //! depth), so no capability ever names a deleted object. This file must never grant a
 //! right a capability's parent did not have.
@@ -15,90 +15,10 @@
 use crate::{
     abi::{Error, ObjKind, Rights},
     ids::{ObjId, Slot, ThreadId},
-    kernel::Kernel,
-    objects::Object,
-    record::{Reader, RestoreError, Writer, NO_OBJ},
-    thread::{Block, ThreadState},
+    kernel::{CollectArray, Kernel},
+    obj::{Block, Cap, CapRef, Object, ThreadState},
     MAX_OBJECTS, SLOTS,
 };
-
-/// A capability: an object, the rights held on it, a badge, and where it was derived
-/// from (`None` = an original, created at boot).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Cap {
-    /// The object named.
-    pub obj: ObjId,
-    /// What the holder may do.
-    pub rights: Rights,
-    /// Identifies the sender to a receiver (endpoints); 0 = unbadged.
-    pub badge: u32,
-    /// The capability this one was derived or transferred from.
-    pub parent: Option<CapRef>,
-}
-
-/// Bytes in one capability slot of a CapGroup record.
-pub(crate) const CAP_RECORD_LEN: usize = 10;
-
-impl Cap {
-    /// Writes one slot of a CapGroup record: `obj` (u16), `rights` (u8), `badge`
-    /// (u32), parent group (u16, 0xFFFF = an original) and parent slot (u8, 0 for an
-    /// original). An empty slot is `obj` = 0xFFFF and eight zero bytes.
-    pub(crate) fn encode_slot(slot: Option<&Cap>, w: &mut Writer) {
-        let Some(c) = slot else {
-            w.u16(NO_OBJ);
-            w.zeros(CAP_RECORD_LEN - 2);
-            return;
-        };
-        w.obj(c.obj);
-        w.rights(c.rights);
-        w.u32(c.badge);
-        match c.parent {
-            Some(p) => {
-                w.obj(p.group);
-                w.u8(p.slot.index() as u8);
-            }
-            None => {
-                w.u16(NO_OBJ);
-                w.u8(0);
-            }
-        }
-    }
-
-    /// Reads one slot written by [`Cap::encode_slot`].
-    pub(crate) fn decode_slot(r: &mut Reader) -> Result<Option<Cap>, RestoreError> {
-        let Some(obj) = r.opt_obj()? else {
-            r.zeros(CAP_RECORD_LEN - 2, "empty capability slot")?;
-            return Ok(None);
-        };
-        let rights = r.rights("capability rights")?;
-        let badge = r.u32()?;
-        let parent = match r.opt_obj()? {
-            Some(group) => {
-                let slot = Slot::new(usize::from(r.u8()?)).ok_or(r.bad_value("parent slot"))?;
-                Some(CapRef { group, slot })
-            }
-            None => {
-                r.zeros(1, "parent slot of an original")?;
-                None
-            }
-        };
-        Ok(Some(Cap {
-            obj,
-            rights,
-            badge,
-            parent,
-        }))
-    }
-}
-
-/// The location of a capability: a CapGroup and a slot in it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CapRef {
-    /// The CapGroup.
-    pub group: ObjId,
-    /// The slot.
-    pub slot: Slot,
-}
 
 /// A set of slots per arena entry, for revocation sweeps.
 struct SlotSet([u16; MAX_OBJECTS]);
@@ -115,61 +35,6 @@ impl SlotSet {
 }
 
 impl Kernel {
-    /// The capability at `at`, if the group is live and the slot full.
-    pub(crate) fn cap_at(&self, at: CapRef) -> Option<Cap> {
-        self.group(at.group)?.slots[at.slot.index()]
-    }
-
-    /// Every capability in every CapGroup.
-    pub(crate) fn all_caps(&self) -> impl Iterator<Item = (CapRef, Cap)> + '_ {
-        self.group_ids().flat_map(move |g| {
-            (0..SLOTS).filter_map(move |i| {
-                let at = CapRef {
-                    group: g,
-                    slot: Slot::new(i)?,
-                };
-                Some((at, self.cap_at(at)?))
-            })
-        })
-    }
-
-    /// Checks a slot number from thread `t`: in range (`BadSlot`), full (`EmptySlot`),
-    /// of `kind` if given (`WrongKind`), holding `need` (`NoRights`), in that order.
-    pub(crate) fn lookup(
-        &self,
-        t: ThreadId,
-        raw: u32,
-        kind: Option<ObjKind>,
-        need: Rights,
-    ) -> Result<(CapRef, Cap), Error> {
-        let at = CapRef {
-            group: self.thread(t).group,
-            slot: Slot::from_user(raw)?,
-        };
-        let cap = self.cap_at(at).ok_or(Error::EmptySlot)?;
-        if let Some(k) = kind {
-            if self.kind_of(cap.obj) != Some(k) {
-                return Err(Error::WrongKind);
-            }
-        }
-        if !cap.rights.contains(need) {
-            return Err(Error::NoRights);
-        }
-        Ok((at, cap))
-    }
-
-    /// Checks that `raw` names an empty slot of thread `t`'s group.
-    pub(crate) fn empty_slot(&self, t: ThreadId, raw: u32) -> Result<CapRef, Error> {
-        let at = CapRef {
-            group: self.thread(t).group,
-            slot: Slot::from_user(raw)?,
-        };
-        match self.cap_at(at) {
-            Some(_) => Err(Error::SlotOccupied),
-            None => Ok(at),
-        }
-    }
-
     /// Puts `cap` in the empty slot `at` (callers check emptiness and region room).
     pub(crate) fn install(&mut self, at: CapRef, cap: Cap) {
         let is_mem = self.kind_of(cap.obj) == Some(ObjKind::MemObj);
@@ -271,14 +136,6 @@ impl Kernel {
         self.collect_garbage();
     }
 
-    /// True when giving group `g` a cap to `obj` keeps it within `MAX_REGIONS`.
-    pub(crate) fn can_hold_another_region(&self, g: ObjId, obj: ObjId) -> bool {
-        if self.kind_of(obj) != Some(ObjKind::MemObj) {
-            return true;
-        }
-        self.region_count(g) < crate::MAX_REGIONS
-    }
-
     fn set_parent(&mut self, at: CapRef, parent: Option<CapRef>) {
         if let Some(g) = self.group_mut(at.group) {
             if let Some(c) = g.slots[at.slot.index()].as_mut() {
@@ -347,7 +204,12 @@ impl Kernel {
                 }
             }
         }
-        self.drop_watches_on(obj);
+        // A commit watch that would signal it ends with it.
+        for t in self.thread_ids().collect_array().into_iter().flatten() {
+            if self.thread(t).watch.is_some_and(|w| w.notif == obj) {
+                self.thread_mut(t).watch = None;
+            }
+        }
         if matches!(self.obj(obj), Object::MemObj(_)) {
             self.bump_memory_epoch();
         }
@@ -368,20 +230,4 @@ fn all_locations() -> impl Iterator<Item = CapRef> {
                 })
             })
         })
-}
-
-/// Collecting an iterator into a fixed array (no allocation).
-pub(crate) trait CollectArray<T> {
-    /// The first `MAX_OBJECTS` items.
-    fn collect_array(self) -> [Option<T>; MAX_OBJECTS];
-}
-
-impl<T: Copy, I: Iterator<Item = T>> CollectArray<T> for I {
-    fn collect_array(self) -> [Option<T>; MAX_OBJECTS] {
-        let mut out = [None; MAX_OBJECTS];
-        for (o, x) in out.iter_mut().zip(self) {
-            *o = Some(x);
-        }
-        out
-    }
 }

@@ -1,18 +1,18 @@
 //! The Thread object: a register context, a state, a priority and a fault policy. A
 //! blocked thread's state says what it waits for; queues are derived from these states
-//! (ordered by `seq`), never stored. This file must never pick who runs (sched.rs does).
+//! (ordered by `seq`), never stored. This file must never pick who runs (`ops/sched.rs` does).
 //!
 //! It also holds how a Thread is checkpointed: [`Thread::encode`] and
 //! [`Thread::decode`], with the record layout in the doc of [`Thread`]. A thread's
-//! commit watch is part of it (and of its record); its behaviour lives in watch.rs.
+//! commit watch is part of it (and of its record); its behaviour lives in `ops/watch.rs`.
 
+use super::watch::{Watch, WATCH_RECORD_LEN};
 use crate::{
     abi::ObjKind,
     context::{reg, Context},
     ids::{ObjId, Priority, ThreadId},
     record::{Reader, RecordVersion, RestoreError, Writer},
     spec::FaultPolicy,
-    watch::{Watch, WATCH_RECORD_LEN},
 };
 
 /// What a blocked thread waits for.

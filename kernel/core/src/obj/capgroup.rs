@@ -1,15 +1,15 @@
 //! The CapGroup object: a process, holding its capability slots, its own memory regions
 //! and its one thread. The root CapGroup (arena entry 0) has no thread and holds a cap
-//! to every task's CapGroup. This file must never decide rights; see cap.rs.
+//! to every task's CapGroup. This file must never decide rights; see `ops/caps.rs`.
 //!
 //! It also holds how a CapGroup is checkpointed: [`CapGroup::encode`] and
 //! [`CapGroup::decode`], with the record layout in the doc of [`CapGroup`].
 
 use core::fmt;
 
+use super::cap::{Cap, CAP_RECORD_LEN};
 use crate::{
     abi::ObjKind,
-    cap::{Cap, CAP_RECORD_LEN},
     ids::ThreadId,
     record::{Reader, RecordVersion, RestoreError, Writer},
     spec::RegionSpec,

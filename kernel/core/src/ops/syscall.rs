@@ -3,67 +3,15 @@
 //! live with its object type; this file must never touch user memory or capabilities
 //! itself, only route.
 
+use super::outcome::{write_results, Outcome, Results};
 use crate::{
     abi::{Error, ObjKind, Rights, Sysno, MAX_DEBUG_WRITE, NO_SLOT},
     context::reg,
     ids::ThreadId,
     kernel::Kernel,
-    objects::Object,
+    obj::Object,
     platform::{Platform, UserMemory},
-    sched::write_results,
 };
-
-/// Up to five result values for a1..a5.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Results {
-    vals: [u32; 5],
-    n: usize,
-}
-
-impl Results {
-    /// No results (a1..a5 untouched).
-    pub(crate) fn none() -> Results {
-        Results { vals: [0; 5], n: 0 }
-    }
-
-    /// The first (up to five) of `v` for a1, a2, ...
-    pub(crate) fn of(v: &[u32]) -> Results {
-        let mut r = Results::none();
-        for (d, s) in r.vals.iter_mut().zip(v) {
-            *d = *s;
-            r.n += 1;
-        }
-        r
-    }
-
-    /// The results to write.
-    pub(crate) fn values(&self) -> &[u32] {
-        self.vals.get(..self.n).unwrap_or(&[])
-    }
-}
-
-/// How a syscall ended for its caller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// Finished: write the status and results now.
-    Done(Result<Results, Error>),
-    /// The caller blocked; whoever wakes it writes its results.
-    Blocked,
-    /// The caller ended.
-    Exited,
-}
-
-impl Outcome {
-    /// Success with no results.
-    pub(crate) fn ok() -> Outcome {
-        Outcome::Done(Ok(Results::none()))
-    }
-
-    /// Failure.
-    pub(crate) fn err(e: Error) -> Outcome {
-        Outcome::Done(Err(e))
-    }
-}
 
 impl Kernel {
     /// Handles the `ecall` of the current thread (its registers already saved in its

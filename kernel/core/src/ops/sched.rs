@@ -3,13 +3,12 @@
 //! ready threads and their order are read from thread states and `seq`. This file must
 //! never change what a thread is blocked on, only whether and when it runs.
 
+use super::outcome::{write_results, Results};
 use crate::{
     abi::Error,
-    context::reg,
     ids::ThreadId,
     kernel::Kernel,
-    syscall::Results,
-    thread::{Block, ThreadState},
+    obj::{Block, ThreadState},
 };
 
 impl Kernel {
@@ -100,19 +99,5 @@ impl Kernel {
             }
         }
         self.schedule();
-    }
-}
-
-/// Writes a syscall result: a0 = 0 and the results, or a0 = the error code (results
-/// registers untouched).
-pub(crate) fn write_results(regs: &mut [u32; 32], r: Result<Results, Error>) {
-    match r {
-        Ok(res) => {
-            regs[reg::A0] = 0;
-            for (i, v) in res.values().iter().enumerate() {
-                regs[reg::A0 + 1 + i] = *v;
-            }
-        }
-        Err(e) => regs[reg::A0] = e as u32,
     }
 }

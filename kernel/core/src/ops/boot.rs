@@ -5,20 +5,14 @@
 
 use crate::{
     abi::Rights,
-    cap::{Cap, CapRef},
-    capgroup::{CapGroup, TaskName},
     context::Context,
-    endpoint::Endpoint,
     ids::{ObjId, Priority, Slot, ThreadId},
-    irq::IrqNotification,
     kernel::Kernel,
-    memory::MemObj,
-    notification::Notification,
-    nvm_region::NvmRegion,
-    objects::Object,
+    obj::{
+        Cap, CapGroup, CapRef, Endpoint, IrqNotification, MemObj, Notification, NvmRegion, Object,
+        TaskName, Thread, ThreadState, Timer,
+    },
     spec::{BootError, CapSpec, TaskSpec},
-    thread::{Thread, ThreadState},
-    timer::Timer,
     MAX_OBJECTS, MAX_REGIONS, MAX_TASKS, SLOTS,
 };
 
@@ -238,18 +232,6 @@ impl Kernel {
                 }
             }
         })
-    }
-
-    /// Back to the state of `new`, in place (no large temporary on the stack).
-    pub(crate) fn reset(&mut self) {
-        self.objects.clear();
-        self.current = None;
-        self.seq = 0;
-        self.booted = false;
-        self.checkpoint_requested = false;
-        self.pending_watches.clear();
-        self.persist = crate::persist::PersistPhase::NONE;
-        self.bump_memory_epoch();
     }
 
     fn new_obj(&mut self, o: Object) -> Result<ObjId, BootError> {

@@ -1,4 +1,4 @@
-//! The Endpoint object and synchronous IPC: Send, Call, Recv and Reply. A message is
+//! Synchronous IPC over endpoints: Send, Call, Recv and Reply. A message is
 //! four register words, a badge, an optional bounded copy of bytes and an optional
 //! capability transfer, and it is delivered whole or not at all. Both sides are
 //! re-validated at the moment of delivery (a MemObj cap may have been revoked while a
@@ -10,30 +10,14 @@
 //!   `reply_to` always names a thread blocked waiting for that server's reply.
 //! - A transferred capability is recorded as derived from the sender's.
 
+use super::outcome::{Outcome, Results};
 use crate::{
     abi::{Error, IpcDesc, ObjKind, Rights, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT},
-    cap::{Cap, CapRef},
     ids::ThreadId,
     kernel::Kernel,
+    obj::{Block, Cap, CapRef, ThreadState},
     platform::UserMemory,
-    record::{Reader, RecordVersion, RestoreError, Writer},
-    syscall::{Outcome, Results},
-    thread::{Block, ThreadState},
 };
-
-/// A rendezvous point for synchronous IPC. It holds no state: who waits on it, and in
-/// which order, is read from the threads.
-///
-/// # Checkpoint record (version 1, 2 bytes)
-///
-/// | offset | size | meaning |
-/// |--------|------|---------|
-/// | 0 | 2 | header: version 1, kind `Endpoint` (4) |
-///
-/// The wait queues are derived (from the waiting threads' records), so the record is
-/// only the header.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Endpoint;
 
 /// Which side of a delivery was invalid.
 enum Party {
@@ -239,7 +223,7 @@ impl Kernel {
     /// persist callback asked to persist gets `Interrupted` and receives nothing (its
     /// owed reply stays owed).
     pub(crate) fn sys_recv(&mut self, mem: &mut impl UserMemory, t: ThreadId) -> Outcome {
-        if self.asked_to_persist(t) {
+        if self.persist.asks(t) {
             return Outcome::err(Error::Interrupted);
         }
         let slot = self.thread(t).ctx.arg(0);
@@ -307,23 +291,5 @@ impl Kernel {
         if let Some(c) = self.thread_mut(t).reply_to.take() {
             self.wake(c, Err(Error::PeerGone));
         }
-    }
-}
-
-/// The layout version of Endpoint records.
-const VERSION: RecordVersion = RecordVersion(1);
-/// Bytes in an Endpoint record.
-pub(crate) const RECORD_LEN: usize = 2;
-
-impl Endpoint {
-    /// Writes the record (see the table on [`Endpoint`]).
-    pub(crate) fn encode(&self, w: &mut Writer) {
-        w.header(VERSION, ObjKind::Endpoint);
-    }
-
-    /// Reads a record written by [`Endpoint::encode`].
-    pub(crate) fn decode(r: &mut Reader) -> Result<Endpoint, RestoreError> {
-        r.header(VERSION, ObjKind::Endpoint)?;
-        Ok(Endpoint)
     }
 }

@@ -2,9 +2,10 @@
 //! a slot the kernel fills, and learns after each committed checkpoint the value the
 //! counter had IN that checkpoint (the SPI ring's writer index becomes the committed
 //! visible index, see DESIGN.md "Delayed external visibility"), and when the system
-//! was restored. The watch itself is part of its Thread (and of the Thread's record);
-//! the value read before a checkpoint is not: it belongs to one checkpoint attempt and
-//! lives here, outside the arena, until the attempt ends.
+//! was restored. The watch itself is part of its Thread (and of the Thread's record,
+//! `obj/watch.rs`); the value read before a checkpoint is not: it belongs to one
+//! checkpoint attempt and lives in the checkpoint cycle (`cycle.rs`) until the attempt
+//! ends.
 //!
 //! The arch code drives the protocol around every checkpoint attempt:
 //! [`Kernel::snapshot_watches`] with the world stopped right before the checkpoint is
@@ -13,99 +14,17 @@
 //! touch user memory it has not validated against the task's regions at that moment
 //! (regions change: a watch whose memory is gone is skipped, never trusted).
 
+use super::outcome::Outcome;
 use crate::{
     abi::{
         Error, ObjKind, Rights, WatchFlags, COMMITTED_OFFSET, COMMIT_WATCH_SIZE, WATCHED_OFFSET,
     },
-    cap::CollectArray,
+    cycle::{PendingWatches, Snapshot},
     ids::{ObjId, ThreadId},
-    kernel::Kernel,
-    objects::Object,
+    kernel::{CollectArray, Kernel},
+    obj::{Object, Watch},
     platform::{Platform, UserMemory},
-    record::{Reader, RestoreError, Writer},
-    syscall::Outcome,
-    MAX_OBJECTS,
 };
-
-/// A thread's commit watch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Watch {
-    /// The 16-byte block in the task's memory (never 0: 0 means "no watch" in the ABI
-    /// and in the record).
-    pub ptr: u32,
-    /// The notification to signal.
-    pub notif: ObjId,
-    /// Bits signalled after each commit (0 = none).
-    pub commit_bits: u32,
-    /// Bits signalled after a restore (0 = none).
-    pub restore_bits: u32,
-    /// Whether the thread is a persist callback or serves one (see persist.rs).
-    pub flags: WatchFlags,
-}
-
-/// Bytes a watch takes in a Thread record (see the table on `Thread`).
-pub(crate) const WATCH_RECORD_LEN: usize = 18;
-
-impl Watch {
-    /// Writes the watch part of a Thread record: pointer (u32, 0 = none), notification
-    /// (ObjId), commit bits, restore bits, flags; all zero for no watch.
-    pub(crate) fn encode(watch: Option<&Watch>, w: &mut Writer) {
-        let Some(watch) = watch else {
-            w.zeros(WATCH_RECORD_LEN);
-            return;
-        };
-        w.u32(watch.ptr);
-        w.obj(watch.notif);
-        w.u32(watch.commit_bits);
-        w.u32(watch.restore_bits);
-        w.u32(watch.flags.bits());
-    }
-
-    /// Reads what [`Watch::encode`] wrote: no watch must be all zero. Whether the
-    /// notification exists and the thread may have a watch is checked on the whole
-    /// tree (`check_invariants`).
-    pub(crate) fn decode(r: &mut Reader) -> Result<Option<Watch>, RestoreError> {
-        let ptr = r.u32()?;
-        if ptr == 0 {
-            r.zeros(WATCH_RECORD_LEN - 4, "unused commit watch fields")?;
-            return Ok(None);
-        }
-        let notif = r.obj()?;
-        let commit_bits = r.u32()?;
-        let restore_bits = r.u32()?;
-        let bits = r.u32()?;
-        let flags = WatchFlags::from_bits(bits).ok_or(r.bad_value("commit watch flags"))?;
-        Ok(Some(Watch {
-            ptr,
-            notif,
-            commit_bits,
-            restore_bits,
-            flags,
-        }))
-    }
-}
-
-/// A watch as [`Kernel::snapshot_watches`] found it, with the value it read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Snapshot {
-    watch: Watch,
-    value: u64,
-}
-
-/// The values read for the checkpoint being taken, by thread arena index. Never
-/// recorded: derived per checkpoint attempt, empty after a restore.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PendingWatches([Option<Snapshot>; MAX_OBJECTS]);
-
-impl PendingWatches {
-    /// Nothing pending.
-    pub(crate) const NONE: PendingWatches = PendingWatches([None; MAX_OBJECTS]);
-
-    /// Drops every pending value.
-    pub(crate) fn clear(&mut self) {
-        *self = PendingWatches::NONE;
-    }
-}
 
 /// The access a task needs on its watch block: the kernel reads one half and writes
 /// the other.
@@ -225,15 +144,6 @@ impl Kernel {
     fn signal_watch(&mut self, notif: ObjId, bits: u32) {
         if bits != 0 && self.kind_of(notif) == Some(ObjKind::Notification) {
             self.signal_obj(notif, bits);
-        }
-    }
-
-    /// Removes every watch that signals `notif` (it is being destroyed).
-    pub(crate) fn drop_watches_on(&mut self, notif: ObjId) {
-        for t in self.thread_ids().collect_array().into_iter().flatten() {
-            if self.thread(t).watch.is_some_and(|w| w.notif == notif) {
-                self.thread_mut(t).watch = None;
-            }
         }
     }
 }

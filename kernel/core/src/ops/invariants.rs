@@ -2,32 +2,14 @@
 //! [`Kernel::check_invariants`] after every operation they care about; the kernel itself
 //! never depends on it. This file must never change state.
 
-use core::fmt;
-
 use crate::{
     abi::{ObjKind, Rights},
-    cap::CapRef,
     ids::{ObjId, ThreadId},
     kernel::Kernel,
-    objects::Object,
-    thread::{Block, ThreadState},
+    obj::{Block, CapRef, Object, ThreadState},
+    record::InvariantViolation,
     MAX_OBJECTS, MAX_REGIONS, SLOTS,
 };
-
-/// The first broken invariant found: which one, in words, and where.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct InvariantViolation {
-    /// The invariant, as a sentence.
-    pub what: &'static str,
-    /// The arena index involved.
-    pub at: usize,
-}
-
-impl fmt::Display for InvariantViolation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invariant broken at object {}: {}", self.at, self.what)
-    }
-}
 
 fn ensure(ok: bool, what: &'static str, at: usize) -> Result<(), InvariantViolation> {
     if ok {
@@ -337,9 +319,8 @@ mod tests {
 
     use crate::{
         abi::Rights,
-        cap::CapRef,
         ids::{ObjId, Slot},
-        objects::Object,
+        obj::{CapRef, Object},
         spec::{CapSpec, FaultPolicy, MemKind, RegionSpec, TaskSpec},
         Kernel,
     };

@@ -12,36 +12,14 @@
 //! [`Kernel::abandon_persist`]. This file decides who runs and who is waited for; it
 //! must never take a checkpoint or time anything itself.
 
+use super::outcome::Outcome;
 use crate::{
     abi::{Error, WatchFlags},
+    cycle::{bit, PersistPhase},
     ids::ThreadId,
-    kernel::Kernel,
-    syscall::Outcome,
-    thread::{Block, ThreadState},
-    MAX_OBJECTS,
+    kernel::{CollectArray, Kernel},
+    obj::{Block, ThreadState},
 };
-
-/// The phase in progress. Threads are named by arena index in a 64-bit set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PersistPhase {
-    /// A phase is in progress.
-    active: bool,
-    /// Callbacks asked to persist that have not called `PersistDone`.
-    waiting: u64,
-    /// The sum of the bounds the callbacks declared in `PersistDone` (instructions).
-    declared: u64,
-}
-
-const _: () = assert!(MAX_OBJECTS <= 64, "the waiting set is one u64");
-
-impl PersistPhase {
-    /// No phase.
-    pub(crate) const NONE: PersistPhase = PersistPhase {
-        active: false,
-        waiting: 0,
-        declared: 0,
-    };
-}
 
 /// How a completed phase ended, for the arch's report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,23 +28,7 @@ pub struct PersistEnd {
     pub declared_bound: u64,
 }
 
-fn bit(t: ThreadId) -> u64 {
-    1 << t.index()
-}
-
 impl Kernel {
-    fn watch_flags(&self, t: ThreadId) -> WatchFlags {
-        self.thread(t)
-            .watch
-            .map_or(WatchFlags::empty(), |w| w.flags)
-    }
-
-    /// Whether `t` runs during a persist phase.
-    pub(crate) fn serves_persist(&self, t: ThreadId) -> bool {
-        self.watch_flags(t)
-            .intersects(WatchFlags::PERSIST_CALLBACK | WatchFlags::SERVES_PERSIST)
-    }
-
     /// The callbacks still owed a `PersistDone`: a callback that exited, lost its
     /// watch or changed it to a non-callback one is no longer waited for.
     fn still_waiting(&self) -> u64 {
@@ -88,7 +50,7 @@ impl Kernel {
         if self.persist.active {
             return false;
         }
-        let ids = crate::cap::CollectArray::collect_array(self.thread_ids());
+        let ids = self.thread_ids().collect_array();
         let mut waiting = 0;
         for t in ids.into_iter().flatten() {
             let state = self.thread(t).state;
@@ -117,11 +79,6 @@ impl Kernel {
         true
     }
 
-    /// Whether a persist phase is in progress.
-    pub fn persist_active(&self) -> bool {
-        self.persist.active
-    }
-
     /// True once when the phase in progress has no callback left to wait for: the
     /// phase ends, and the arch must take the checkpoint now, before any thread runs.
     pub fn take_persist_complete(&mut self) -> Option<PersistEnd> {
@@ -143,16 +100,10 @@ impl Kernel {
         self.schedule();
     }
 
-    /// Whether `Recv` or `Checkpoint` by `t` must return `Interrupted`: it is asked
-    /// to persist.
-    pub(crate) fn asked_to_persist(&self, t: ThreadId) -> bool {
-        self.persist.active && self.persist.waiting & bit(t) != 0
-    }
-
     /// `PersistDone(bound)`: the caller was asked to persist and has; `bound` is its
     /// static bound on that work in instructions (0 = none), summed for the report.
     pub(crate) fn sys_persist_done(&mut self, t: ThreadId, bound: u32) -> Outcome {
-        if !self.asked_to_persist(t) {
+        if !self.persist.asks(t) {
             return Outcome::err(Error::WrongState);
         }
         self.persist.waiting &= !bit(t);

@@ -1,33 +1,15 @@
-//! The Notification object and its calls: `Signal` ORs bits in, `Wait` blocks until
+//! Notifications at work: `Signal` ORs bits in, `Wait` blocks until
 //! some bit is set and takes them all, `Poll` takes them without blocking. Several
 //! waiters are served oldest first, one per signal. This file must never block a
 //! signaller.
 
+use super::outcome::{Outcome, Results};
 use crate::{
     abi::{ObjKind, Rights},
     ids::{ObjId, ThreadId},
     kernel::Kernel,
-    objects::Object,
-    record::{Reader, RecordVersion, RestoreError, Writer},
-    syscall::{Outcome, Results},
-    thread::Block,
+    obj::{Block, Object},
 };
-
-/// Asynchronous bits.
-///
-/// # Checkpoint record (version 1, 6 bytes)
-///
-/// | offset | size | meaning |
-/// |--------|------|---------|
-/// | 0 | 2 | header: version 1, kind `Notification` (5) |
-/// | 2 | 4 | `bits` pending |
-///
-/// Waiters are derived from the waiting threads' records.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Notification {
-    /// Bits signalled and not yet taken.
-    pub bits: u32,
-}
 
 impl Kernel {
     /// ORs `bits` into notification `obj`, then hands all pending bits to the oldest
@@ -88,24 +70,5 @@ impl Kernel {
         }
         self.block(t, Block::Notification { obj });
         Outcome::Blocked
-    }
-}
-
-/// The layout version of Notification records.
-const VERSION: RecordVersion = RecordVersion(1);
-/// Bytes in a Notification record.
-pub(crate) const RECORD_LEN: usize = 6;
-
-impl Notification {
-    /// Writes the record (see the table on [`Notification`]).
-    pub(crate) fn encode(&self, w: &mut Writer) {
-        w.header(VERSION, ObjKind::Notification);
-        w.u32(self.bits);
-    }
-
-    /// Reads a record written by [`Notification::encode`].
-    pub(crate) fn decode(r: &mut Reader) -> Result<Notification, RestoreError> {
-        r.header(VERSION, ObjKind::Notification)?;
-        Ok(Notification { bits: r.u32()? })
     }
 }

@@ -1,0 +1,158 @@
+//! What a thread may reach: the capability in a slot (with kind and rights checks),
+//! the regions PMP must allow for it, and the check every user (pointer, length)
+//! passes before the kernel reads or writes it. A user pointer is an allegation: it is
+//! valid only if it lies entirely (overflow-checked) inside ONE region the task holds
+//! with the needed rights, and never in device memory. These are queries: this file
+//! must never change state, and never call `UserMemory` itself.
+
+use crate::{
+    abi::{Error, ObjKind, Rights, WatchFlags},
+    ids::{ObjId, Slot, ThreadId},
+    kernel::Kernel,
+    obj::{Cap, CapRef, Object},
+    spec::{MemKind, RegionSpec},
+    MAX_REGIONS, SLOTS,
+};
+
+impl Kernel {
+    /// What PMP must allow for thread `t`: its own regions, then one region per MemObj
+    /// cap in slot order (rights = cap rights ∩ READ|WRITE|EXEC). At most
+    /// [`MAX_REGIONS`] (kept by boot, derive and transfer).
+    pub fn regions(&self, t: ThreadId) -> impl Iterator<Item = RegionSpec> + '_ {
+        self.group_regions(self.thread(t).group)
+    }
+
+    /// The regions of CapGroup `g` (empty for a non-group).
+    pub(crate) fn group_regions(&self, g: ObjId) -> impl Iterator<Item = RegionSpec> + '_ {
+        let group = self.group(g);
+        let own = group
+            .into_iter()
+            .flat_map(|g| g.regions.iter().flatten().copied());
+        let caps = group
+            .into_iter()
+            .flat_map(|g| g.slots.iter().flatten())
+            .filter_map(move |c| match self.obj(c.obj) {
+                Object::MemObj(m) => Some(RegionSpec {
+                    base: m.base,
+                    len: m.len,
+                    rights: c.rights & Rights::MEMORY,
+                    kind: m.kind,
+                }),
+                _ => None,
+            });
+        own.chain(caps).take(MAX_REGIONS)
+    }
+
+    /// Own regions plus MemObj caps of group `g`, uncapped.
+    pub(crate) fn region_count(&self, g: ObjId) -> usize {
+        let Some(group) = self.group(g) else { return 0 };
+        let caps = group
+            .slots
+            .iter()
+            .flatten()
+            .filter(|c| matches!(self.obj(c.obj), Object::MemObj(_)))
+            .count();
+        group.own_regions() + caps
+    }
+
+    /// Checks that thread `t` may access `[ptr, ptr + len)` with `need`: zero length is
+    /// always fine; otherwise one non-device region must contain it all.
+    pub(crate) fn check_user(
+        &self,
+        t: ThreadId,
+        ptr: u32,
+        len: u32,
+        need: Rights,
+    ) -> Result<(), Error> {
+        if len == 0 {
+            return Ok(());
+        }
+        if ptr.checked_add(len - 1).is_none() {
+            return Err(Error::BadPointer);
+        }
+        let ok = self
+            .regions(t)
+            .any(|r| r.kind != MemKind::Device && r.rights.contains(need) && r.contains(ptr, len));
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::BadPointer)
+        }
+    }
+
+    /// The capability at `at`, if the group is live and the slot full.
+    pub(crate) fn cap_at(&self, at: CapRef) -> Option<Cap> {
+        self.group(at.group)?.slots[at.slot.index()]
+    }
+
+    /// Every capability in every CapGroup.
+    pub(crate) fn all_caps(&self) -> impl Iterator<Item = (CapRef, Cap)> + '_ {
+        self.group_ids().flat_map(move |g| {
+            (0..SLOTS).filter_map(move |i| {
+                let at = CapRef {
+                    group: g,
+                    slot: Slot::new(i)?,
+                };
+                Some((at, self.cap_at(at)?))
+            })
+        })
+    }
+
+    /// Checks a slot number from thread `t`: in range (`BadSlot`), full (`EmptySlot`),
+    /// of `kind` if given (`WrongKind`), holding `need` (`NoRights`), in that order.
+    pub(crate) fn lookup(
+        &self,
+        t: ThreadId,
+        raw: u32,
+        kind: Option<ObjKind>,
+        need: Rights,
+    ) -> Result<(CapRef, Cap), Error> {
+        let at = CapRef {
+            group: self.thread(t).group,
+            slot: Slot::from_user(raw)?,
+        };
+        let cap = self.cap_at(at).ok_or(Error::EmptySlot)?;
+        if let Some(k) = kind {
+            if self.kind_of(cap.obj) != Some(k) {
+                return Err(Error::WrongKind);
+            }
+        }
+        if !cap.rights.contains(need) {
+            return Err(Error::NoRights);
+        }
+        Ok((at, cap))
+    }
+
+    /// Checks that `raw` names an empty slot of thread `t`'s group.
+    pub(crate) fn empty_slot(&self, t: ThreadId, raw: u32) -> Result<CapRef, Error> {
+        let at = CapRef {
+            group: self.thread(t).group,
+            slot: Slot::from_user(raw)?,
+        };
+        match self.cap_at(at) {
+            Some(_) => Err(Error::SlotOccupied),
+            None => Ok(at),
+        }
+    }
+
+    /// True when giving group `g` a cap to `obj` keeps it within `MAX_REGIONS`.
+    pub(crate) fn can_hold_another_region(&self, g: ObjId, obj: ObjId) -> bool {
+        if self.kind_of(obj) != Some(ObjKind::MemObj) {
+            return true;
+        }
+        self.region_count(g) < MAX_REGIONS
+    }
+
+    /// The flags of `t`'s commit watch (none without a watch).
+    pub(crate) fn watch_flags(&self, t: ThreadId) -> WatchFlags {
+        self.thread(t)
+            .watch
+            .map_or(WatchFlags::empty(), |w| w.flags)
+    }
+
+    /// Whether `t` runs during a persist phase.
+    pub(crate) fn serves_persist(&self, t: ThreadId) -> bool {
+        self.watch_flags(t)
+            .intersects(WatchFlags::PERSIST_CALLBACK | WatchFlags::SERVES_PERSIST)
+    }
+}

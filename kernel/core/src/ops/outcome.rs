@@ -1,0 +1,71 @@
+//! How a syscall ends for its caller, and how its result reaches the caller's
+//! registers: the vocabulary every syscall handler in `ops/` shares. Plain data; it
+//! must never look at a thread or an object.
+
+use crate::{abi::Error, context::reg};
+
+/// Up to five result values for a1..a5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Results {
+    vals: [u32; 5],
+    n: usize,
+}
+
+impl Results {
+    /// No results (a1..a5 untouched).
+    pub(crate) fn none() -> Results {
+        Results { vals: [0; 5], n: 0 }
+    }
+
+    /// The first (up to five) of `v` for a1, a2, ...
+    pub(crate) fn of(v: &[u32]) -> Results {
+        let mut r = Results::none();
+        for (d, s) in r.vals.iter_mut().zip(v) {
+            *d = *s;
+            r.n += 1;
+        }
+        r
+    }
+
+    /// The results to write.
+    pub(crate) fn values(&self) -> &[u32] {
+        self.vals.get(..self.n).unwrap_or(&[])
+    }
+}
+
+/// How a syscall ended for its caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Finished: write the status and results now.
+    Done(Result<Results, Error>),
+    /// The caller blocked; whoever wakes it writes its results.
+    Blocked,
+    /// The caller ended.
+    Exited,
+}
+
+impl Outcome {
+    /// Success with no results.
+    pub(crate) fn ok() -> Outcome {
+        Outcome::Done(Ok(Results::none()))
+    }
+
+    /// Failure.
+    pub(crate) fn err(e: Error) -> Outcome {
+        Outcome::Done(Err(e))
+    }
+}
+
+/// Writes a syscall result: a0 = 0 and the results, or a0 = the error code (results
+/// registers untouched).
+pub(crate) fn write_results(regs: &mut [u32; 32], r: Result<Results, Error>) {
+    match r {
+        Ok(res) => {
+            regs[reg::A0] = 0;
+            for (i, v) in res.values().iter().enumerate() {
+                regs[reg::A0 + 1 + i] = *v;
+            }
+        }
+        Err(e) => regs[reg::A0] = e as u32,
+    }
+}
