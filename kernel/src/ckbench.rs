@@ -1,5 +1,5 @@
 //! The checkpoint benchmark (`amber.test=ckpt-bench`): measures the pause of one
-//! checkpoint, in retired instructions, on the real NVM window, for synthetic systems
+//! checkpoint, in retired instructions (the board's counter), on the real NVM, for synthetic systems
 //! with a chosen number of dirty kernel objects and dirty bytes of task memory, against
 //! a full copy of the same system; then the cost of recovering it. Run it under
 //! `-icount shift=0,sleep=off` (`cargo xtask bench`) so the counts are exact.
@@ -9,7 +9,8 @@
 //! 64 objects, so the 100-object row exists only in this benchmark. It formats the
 //! checkpoint area of the NVM it is given: never run it on an image you want to keep.
 
-use crate::checkpoint::MEMORY_KIND;
+use crate::board::{Board, Chosen};
+use crate::writer::MEMORY_KIND;
 use alloc::vec;
 use alloc::vec::Vec;
 use amber_ckpt::{ItemId, Manager, Source, META_LEN};
@@ -61,9 +62,9 @@ impl Source for System {
 }
 
 fn count<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    let start = riscv::register::minstret::read64();
+    let start = Chosen::counter();
     let r = f();
-    (r, riscv::register::minstret::read64() - start)
+    (r, Chosen::counter() - start)
 }
 
 /// Runs every scenario and prints one `ckbench:` line per row.
@@ -131,5 +132,5 @@ pub fn run(nvm: &mut impl Nvm, area: Region) -> ! {
          rebuild, {read_instructions} to read every item back",
         items.len()
     );
-    crate::board::exit_success()
+    Chosen::exit_success()
 }

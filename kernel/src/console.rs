@@ -1,10 +1,12 @@
-//! The kernel console: the `log` facade printed on the board's UART.
+//! The kernel console: the `log` facade printed on the board's console, and what
+//! tasks write with `DebugWrite`.
 //!
-//! Every line is `[seconds.millis LEVEL] message`. The UART is locked only with
+//! Every line is `[seconds.millis LEVEL] message`. The console is locked only with
 //! interrupts off, so an interrupt handler may log without deadlocking on a lock held
-//! by the code it interrupted. This file must never block on anything but the UART.
+//! by the code it interrupted. This file must never block on anything but the console.
 
-use crate::board;
+use crate::arch;
+use crate::board::{Board, Chosen};
 use core::fmt::Write;
 use log::{LevelFilter, Log, Metadata, Record};
 
@@ -21,9 +23,9 @@ impl Log for Console {
         if !self.enabled(record.metadata()) {
             return;
         }
-        let ms = board::uptime_ms();
-        riscv::interrupt::free(|| {
-            let mut uart = board::CONSOLE_UART.lock();
+        let ms = Chosen::uptime_ms();
+        arch::without_interrupts(|| {
+            let mut uart = Chosen::console().lock();
             // A UART write cannot fail; there is nowhere to report it if it did.
             let _ = writeln!(
                 uart,
@@ -39,9 +41,9 @@ impl Log for Console {
     fn flush(&self) {}
 }
 
-/// Sets up the UART and installs the logger at `Info`.
+/// Sets up the console and installs the logger at `Info`.
 pub fn init() {
-    riscv::interrupt::free(|| board::CONSOLE_UART.lock().init());
+    arch::without_interrupts(Chosen::init_console);
     // SAFETY: called once, on the only hart, before interrupts are enabled, so no
     // other code can be inside `log` at the same time (the racy setters' contract).
     unsafe {
@@ -59,11 +61,21 @@ pub fn set_level(level: LevelFilter) {
 
 /// Writes a panic message directly, whatever state the lock is in.
 pub fn panic_write(args: core::fmt::Arguments) {
-    riscv::interrupt::disable();
-    if board::CONSOLE_UART.is_locked() {
+    arch::interrupts_off();
+    let console = Chosen::console();
+    if console.is_locked() {
         // SAFETY: one hart, interrupts off: the holder is this very context or one it
         // interrupted, and neither will run again, since a panic stops the kernel.
-        unsafe { board::CONSOLE_UART.force_unlock() };
+        unsafe { console.force_unlock() };
     }
-    let _ = writeln!(board::CONSOLE_UART.lock(), "{args}");
+    let _ = writeln!(console.lock(), "{args}");
+}
+
+/// Prints what a task wrote to its console, one log line per call.
+pub fn task_output(task: &str, bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    let text = core::str::from_utf8(bytes).unwrap_or("<output that is not UTF-8>");
+    log::info!("[{task}] {}", text.trim_end_matches('\n'));
 }

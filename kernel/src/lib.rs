@@ -14,7 +14,15 @@
 //!    are allegations to be checked; a bad one gets a named error.
 //!
 //! This crate is `no_std` on the device. On the host only the portable modules build,
-//! so tools and tests can share the kernel's definitions (exit codes, boot options).
+//! so tools and tests can share the kernel's definitions (exit codes, boot options,
+//! the boards' memory maps).
+//!
+//! Layers, each using only those below it: `kmain` (the boot sequence) and `system`
+//! (the one owner of run-time state, the trap handler) at the top; `writer` (what a
+//! checkpoint holds), `console`, `heap`, `ckbench` beneath; the portable `bootargs`,
+//! `cut`, `exit`, `pages`, `pmp` and `app` (the generated task table); and at the
+//! bottom `board` (the board contract and its one implementation) and `arch` (the CPU
+//! and the trap contract), which name nothing above them.
 
 #![cfg_attr(target_os = "none", no_std)]
 
@@ -27,14 +35,12 @@ pub mod pmp;
 #[cfg(target_os = "none")]
 extern crate alloc;
 
+pub mod board;
+
+#[cfg(target_os = "none")]
+mod app;
 #[cfg(target_os = "none")]
 pub mod arch;
-#[cfg(target_os = "none")]
-pub mod board;
-#[cfg(target_os = "none")]
-mod boot;
-#[cfg(target_os = "none")]
-mod checkpoint;
 #[cfg(target_os = "none")]
 mod ckbench;
 #[cfg(target_os = "none")]
@@ -42,6 +48,10 @@ mod console;
 #[cfg(target_os = "none")]
 mod heap;
 #[cfg(target_os = "none")]
+mod kmain;
+#[cfg(target_os = "none")]
 mod panic;
 #[cfg(target_os = "none")]
-mod task;
+mod system;
+#[cfg(target_os = "none")]
+mod writer;

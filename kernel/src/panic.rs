@@ -1,7 +1,8 @@
 //! The panic handler: a broken kernel invariant. Prints where, then exits QEMU with
 //! `ExitCode::Panic`. It must never return and never allocate.
 
-use crate::{board, console, exit::ExitCode};
+use crate::board::{Board, Chosen};
+use crate::{console, exit::ExitCode};
 
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
@@ -15,5 +16,5 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
         )),
         None => console::panic_write(format_args!("KERNEL PANIC: {}", info.message())),
     }
-    board::exit(ExitCode::Panic)
+    Chosen::exit(ExitCode::Panic)
 }

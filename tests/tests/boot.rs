@@ -27,7 +27,7 @@ fn a_kernel_panic_prints_its_location_and_exits_with_the_panic_code() {
     let mut q = Qemu::boot(&machine(&dir.join("nvm.img"), "amber.test=panic"));
     let line = q.expect("KERNEL PANIC at ");
     assert!(
-        line.contains("kernel/src/boot.rs:") && line.contains("panic requested"),
+        line.contains("kernel/src/kmain.rs:") && line.contains("panic requested"),
         "the panic line must name file, line and message: {line}"
     );
     assert_eq!(q.exit_code(), ExitCode::Panic.code());

@@ -61,11 +61,13 @@ mod spec;
 pub use amber_abi as abi;
 pub use amber_abi::Rights;
 pub use context::Context;
+pub use cycle::{
+    Attempt, Cause, CheckpointConfig, CheckpointEvent, Halt, HaltOutcome, PersistEnd, Step,
+};
 pub use fault::{Access, Fault, FaultAction, FaultReport};
 pub use ids::{ObjId, Priority, Slot, ThreadId};
 pub use kernel::Kernel;
 pub use obj::TaskName;
-pub use ops::PersistEnd;
 pub use platform::{Platform, UserMemory};
 pub use record::{InvariantViolation, RecordVersion, RestoreError, RECORD_MAX};
 pub use spec::{BootError, CapSpec, FaultPolicy, MemKind, RegionSpec, TaskSpec};

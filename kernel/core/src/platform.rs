@@ -21,4 +21,7 @@ pub trait Platform {
     fn irq_complete(&mut self, irq: u32);
     /// Ticks since boot (the timer's time base).
     fn now_ticks(&self) -> u64;
+    /// The board's cycle or instruction counter, for what the checkpoint cycle
+    /// reports (how long a persist phase took); only differences of it are used.
+    fn counter(&self) -> u64;
 }

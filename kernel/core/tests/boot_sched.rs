@@ -390,6 +390,7 @@ fn user_pointers_must_lie_inside_one_readable_non_device_region() {
         k: Box::new(Kernel::new()),
         mem: common::FakeMem::new(),
         plat: Default::default(),
+        version: 0,
     };
     s.k.boot(&specs).unwrap();
     let bad = [
@@ -436,7 +437,7 @@ fn now_returns_the_platform_tick_count_split_in_two_words() {
 fn a_fault_with_end_policy_ends_only_that_task_and_reports_name_cause_and_address() {
     let mut s = Sys::boot(&[task("faulter", 1, &[]), task("heartbeat", 1, &[])]);
     s.switch_to("faulter");
-    let rep = s.k.fault(Fault::LoadAccess, 0x8000_0000, &mut s.plat);
+    let rep = s.k.fault(Fault::LoadAccess, 0x8000_0000);
     assert_eq!(rep.task.as_str(), "faulter");
     assert_eq!(
         (rep.cause, rep.addr, rep.action),
@@ -464,7 +465,7 @@ fn a_fault_with_restart_policy_restarts_at_entry_with_caps_kept() {
     let tid = s.tid("r");
     s.k.context_mut(tid).pc = code(0) + 0x40;
     s.k.context_mut(tid).regs[5] = 77;
-    let rep = s.k.fault(Fault::from_mcause(2), 0, &mut s.plat);
+    let rep = s.k.fault(Fault::from_mcause(2), 0);
     assert_eq!(
         (rep.cause, rep.action),
         (Fault::IllegalInstruction, FaultAction::Restarted)

@@ -76,7 +76,7 @@ fn an_interrupt_wakes_its_driver_and_stays_masked_until_acknowledged() {
         "the first IrqWait enables the source"
     );
     assert_eq!(s.state("drv"), TaskState::Blocked);
-    assert!(s.k.irq(10, &mut s.plat), "an owned irq is delivered");
+    assert!(s.k.irq(10), "an owned irq is delivered");
     s.k.check_invariants().unwrap();
     assert_eq!(
         s.current_name().as_deref(),
@@ -106,7 +106,7 @@ fn an_interrupt_wakes_its_driver_and_stays_masked_until_acknowledged() {
 #[test]
 fn an_interrupt_nobody_owns_is_reported_unowned() {
     let mut s = Sys::boot(&[task("a", 1, &[])]);
-    assert!(!s.k.irq(3, &mut s.plat));
+    assert!(!s.k.irq(3));
     s.k.check_invariants().unwrap();
 }
 
@@ -115,10 +115,7 @@ fn a_deleted_irq_notification_no_longer_owns_its_interrupt() {
     const CAPS: [CapSpec; 1] = [CapSpec::Irq { irq: 10 }];
     let mut s = Sys::boot(&[task("drv", 1, &CAPS)]);
     s.sys("drv", Sysno::CapDelete, [0; 6]);
-    assert!(
-        !s.k.irq(10, &mut s.plat),
-        "the last cap gone, the object is gone"
-    );
+    assert!(!s.k.irq(10), "the last cap gone, the object is gone");
 }
 
 #[test]

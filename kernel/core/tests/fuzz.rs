@@ -1,8 +1,11 @@
 //! The syscall fuzzer: boots a small system and issues well over 100,000 random
 //! syscalls with random numbers, slots, pointers and lengths, interleaved with ticks,
 //! interrupts, faults and random descriptor bytes in task memory; commit watches are
-//! registered with random blocks and bits, and every checkpoint the fuzzer answers runs
-//! the watch protocol (snapshot, then commit or failure; restore signals). It asserts
+//! registered with random blocks and bits and flags (persist callbacks and servers), and
+//! the checkpoint cycle hears of every syscall, tick and an occasional power failure,
+//! as it does from the device's glue: requests and periodic checkpoints are written
+//! (committing or failing), persist phases run, end or are given up, and a halt after
+//! a power failure is a power cut. It asserts
 //! that nothing panics (the fake memory also fails the test if the kernel touches
 //! memory no task may access with that right), that every completed call returns 0 or a
 //! documented error code, and that the tree invariants hold throughout; every 100 steps
@@ -16,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use amber_core::{
     abi::{Error, Sysno, TaskState, NO_SLOT},
-    CapSpec, Fault, FaultPolicy, Kernel, MemKind,
+    CapSpec, CheckpointConfig, CheckpointEvent, Fault, FaultPolicy, Kernel, MemKind, Step,
 };
 use common::{
     data, Sys, ALL, CODE_SIZE, D, G, MEM_BASE, MEM_SIZE, R, RW, SHARED_BASE, TASK_SIZE, W,
@@ -292,8 +295,17 @@ fn boot() -> Sys {
         .collect();
     oracle.push((SHARED_BASE, 0x100, true));
     s.mem.oracle = Some(oracle);
+    s.k.configure_checkpoints(CYCLE);
     s
 }
+
+/// A periodic checkpoint every 4 ticks; persist phases given up after 400 ticks.
+const CYCLE: CheckpointConfig = CheckpointConfig {
+    interval_ticks: 4,
+    persist_timeout_ticks: 400,
+    committed: 0,
+    power_failure_at: None,
+};
 
 static SYSCALLS: AtomicU64 = AtomicU64::new(0);
 static OUTCOMES: [[AtomicU64; 16]; Sysno::ALL.len()] =
@@ -307,23 +319,24 @@ fn check(s: &Sys, what: &str) -> Result<(), TestCaseError> {
         .map_err(|v| TestCaseError::fail(format!("after {what}: {v}")))
 }
 
-/// A checkpoint attempt as the arch code makes it: watches are read with the world
-/// stopped, then the attempt commits or fails.
-fn checkpoint(s: &mut Sys, ok: bool) {
-    s.k.snapshot_watches(&mut s.mem);
-    s.k.checkpoint_done(ok);
-    if ok {
-        s.k.watches_committed(&mut s.mem, &mut s.plat);
-    } else {
-        s.k.watches_failed();
+/// Reports `event` and does what the cycle asks, as the glue does: every checkpoint
+/// written commits when `ok`; a halt after a power failure is a power cut.
+fn event(s: &mut Sys, event: CheckpointEvent, ok: bool) -> Result<(), TestCaseError> {
+    let phase = s.k.persist_active();
+    let step = s.event(event);
+    if !phase && s.k.persist_active() {
+        PERSIST_PHASES.fetch_add(1, Ordering::Relaxed);
     }
+    if let Step::Halt(_) = s.drive(step, ok) {
+        power_cut(s)?;
+    }
+    Ok(())
 }
 
 /// Checkpoints every object, restores a new kernel from the records and carries on
 /// with it: the records must restore, and re-encode to themselves. The restored
-/// kernel then signals its watches' restore bits.
+/// kernel then hears of the restore (its watches' restore bits, a persist phase).
 fn power_cut(s: &mut Sys) -> Result<(), TestCaseError> {
-    s.k.snapshot_watches(&mut s.mem);
     let mut recs = Vec::new();
     for (i, _) in s.k.live_objects() {
         let mut buf = [0u8; Kernel::RECORD_MAX];
@@ -343,10 +356,10 @@ fn power_cut(s: &mut Sys) -> Result<(), TestCaseError> {
             i
         );
     }
-    k.signal_restored(&mut s.plat);
+    k.configure_checkpoints(CYCLE);
     s.k = k;
     POWER_CUTS.fetch_add(1, Ordering::Relaxed);
-    Ok(())
+    event(s, CheckpointEvent::Restored, true)
 }
 
 fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
@@ -359,9 +372,9 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
                 let Some(t) = s.k.current() else {
                     // Everyone blocked or exited: interrupts and time may help, else reboot.
                     s.plat.now += 1000;
-                    s.k.checkpoint_done(true);
-                    s.k.irq(7, &mut s.plat);
-                    s.k.irq(10, &mut s.plat);
+                    event(&mut s, CheckpointEvent::Tick, true)?;
+                    s.k.irq(7);
+                    s.k.irq(10);
                     s.k.tick(&mut s.plat);
                     if s.k.current().is_none() {
                         REBOOTS.fetch_add(1, Ordering::Relaxed);
@@ -383,6 +396,8 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
                 ctx.regs[10..16].copy_from_slice(&args);
                 s.k.syscall(&mut s.mem, &mut s.plat);
                 SYSCALLS.fetch_add(1, Ordering::Relaxed);
+                let answer = Sysno::from_u32(nr) == Some(Sysno::Checkpoint);
+                event(&mut s, CheckpointEvent::Syscall, !answer || raw_a0 % 8 != 0)?;
                 if s.k.task_state(t) == TaskState::Ready && nr != Sysno::Exit as u32 {
                     let a0 = s.k.context(t).regs[10];
                     prop_assert!(
@@ -408,29 +423,17 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
             Op::Tick { advance } => {
                 s.plat.now += u64::from(advance);
                 s.k.tick(&mut s.plat);
-                // The arch code answers checkpoint requests, first letting persist
-                // callbacks persist; it sometimes abandons an overlong phase, and
-                // sometimes the NVM fails.
-                let due = s.k.take_checkpoint_request() || advance % 4 == 0;
-                if s.k.persist_active() && advance % 16 == 1 {
-                    s.k.abandon_persist();
-                    s.k.checkpoint_done(false);
-                } else if due && !s.k.persist_active() {
-                    if s.k.begin_persist() {
-                        PERSIST_PHASES.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        checkpoint(&mut s, advance % 8 != 0);
-                    }
-                }
-                if s.k.take_persist_complete().is_some() {
-                    checkpoint(&mut s, advance % 8 != 0);
+                // Sometimes the NVM fails, and sometimes the power.
+                event(&mut s, CheckpointEvent::Tick, advance % 8 != 0)?;
+                if advance % 64 == 5 {
+                    event(&mut s, CheckpointEvent::PowerFailure, true)?;
                 }
             }
             Op::Irq { irq } => {
-                s.k.irq(irq, &mut s.plat);
+                s.k.irq(irq);
             }
             Op::Fault { mcause, addr } => {
-                s.k.fault(Fault::from_mcause(mcause), addr, &mut s.plat);
+                s.k.fault(Fault::from_mcause(mcause), addr);
             }
         }
         if i % 16 == 0 {

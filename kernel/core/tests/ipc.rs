@@ -397,7 +397,7 @@ fn a_server_that_exits_or_faults_wakes_its_caller_with_peer_gone() {
         s.sys("srv", Sysno::Recv, [0; 6]);
         if fault {
             s.switch_to("srv");
-            s.k.fault(amber_core::Fault::StoreAccess, 0, &mut s.plat);
+            s.k.fault(amber_core::Fault::StoreAccess, 0);
         } else {
             s.sys("srv", Sysno::Exit, [0; 6]);
         }

@@ -10,7 +10,7 @@ mod common;
 
 use amber_core::{
     abi::{Error, Sysno, TaskState, WatchFlags},
-    CapSpec, Kernel, PersistEnd,
+    CapSpec, Cause, CheckpointEvent, Halt, HaltOutcome, Kernel, PersistEnd, Step,
 };
 use common::{data, Sys, ALL};
 
@@ -88,11 +88,13 @@ fn without_a_callback_no_phase_starts_and_the_checkpoint_is_taken_at_once() {
         watch(&mut s, "drv", WatchFlags::SERVES_PERSIST.bits()),
         Ok(())
     );
+    let step = s.due();
     assert!(
-        !s.k.begin_persist(),
-        "a serving driver alone persists nothing"
+        matches!(step, Step::Write(ref a) if a.persisted().is_none()),
+        "a serving driver alone persists nothing: the checkpoint is written at once"
     );
     assert!(!s.k.persist_active());
+    assert_eq!(s.written(step, true), Step::Run);
     assert_eq!(runners(&mut s), ["app", "drv", "svc"]);
 }
 
@@ -104,7 +106,7 @@ fn a_callback_waiting_in_recv_is_interrupted_and_only_servers_run_until_it_is_do
     s.sys("svc", Sysno::Recv, [EP, 0, 0, 0, 0, 0]);
     assert_eq!(s.state("svc"), TaskState::Blocked);
 
-    assert!(s.k.begin_persist());
+    assert_eq!(s.due(), Step::Run, "the checkpoint waits for the phase");
     assert!(s.k.persist_active());
     assert_eq!(s.state("svc"), TaskState::Ready);
     assert_eq!(
@@ -113,8 +115,13 @@ fn a_callback_waiting_in_recv_is_interrupted_and_only_servers_run_until_it_is_do
         "the Recv ends with Interrupted"
     );
     assert_eq!(runners(&mut s), ["drv", "svc"], "app is stopped");
-    assert!(!s.k.begin_persist(), "a second request joins the phase");
-    assert_eq!(s.k.take_persist_complete(), None, "svc has not persisted");
+    assert_eq!(s.due(), Step::Run, "a second request joins the phase");
+    assert!(s.k.persist_active());
+    assert_eq!(
+        s.event(CheckpointEvent::Syscall),
+        Step::Run,
+        "svc has not persisted"
+    );
 
     // Asked to persist, every Recv is interrupted at once.
     let r = s.sys("svc", Sysno::Recv, [EP, 0, 0, 0, 0, 0]);
@@ -126,15 +133,14 @@ fn a_callback_waiting_in_recv_is_interrupted_and_only_servers_run_until_it_is_do
             .status(),
         Ok(())
     );
-    assert_eq!(
-        s.k.take_persist_complete(),
-        Some(PersistEnd {
-            declared_bound: 5000
-        })
+    let step = s.event(CheckpointEvent::Syscall);
+    assert!(
+        matches!(step, Step::Write(ref a) if a.persisted() == Some(PersistEnd { counted: 0, declared_bound: 5000 })),
+        "the phase ends with the bound svc declared: {step:?}"
     );
-    assert_eq!(s.k.take_persist_complete(), None, "exactly once");
     assert!(!s.k.persist_active());
-    s.k.checkpoint_done(true);
+    assert_eq!(s.written(step, true), Step::Run);
+    assert_eq!(s.event(CheckpointEvent::Syscall), Step::Run, "exactly once");
     assert_eq!(runners(&mut s), ["app", "drv", "svc"]);
     assert_eq!(
         s.sys("svc", Sysno::PersistDone, [0; 6]).status(),
@@ -147,7 +153,7 @@ fn a_callback_waiting_in_recv_is_interrupted_and_only_servers_run_until_it_is_do
 fn a_running_callback_is_asked_at_its_next_recv() {
     let mut s = with_callbacks();
     assert_eq!(s.state("svc"), TaskState::Ready);
-    assert!(s.k.begin_persist());
+    assert_eq!(s.due(), Step::Run);
     assert_eq!(s.state("svc"), TaskState::Ready, "nothing to wake");
     assert_eq!(
         s.sys("svc", Sysno::Recv, [EP, 0, 0, 0, 0, 0]).status(),
@@ -159,9 +165,9 @@ fn a_running_callback_is_asked_at_its_next_recv() {
         Ok(())
     );
     assert_eq!(s.sys("svc", Sysno::PersistDone, [0; 6]).status(), Ok(()));
-    assert_eq!(
-        s.k.take_persist_complete(),
-        Some(PersistEnd { declared_bound: 0 })
+    let step = s.event(CheckpointEvent::Syscall);
+    assert!(
+        matches!(step, Step::Write(ref a) if a.persisted().is_some_and(|p| p.declared_bound == 0))
     );
 }
 
@@ -176,7 +182,7 @@ fn persist_done_without_a_request_is_refused_and_unknown_flags_are_bad_arguments
         s.sys("app", Sysno::PersistDone, [0; 6]).status(),
         Err(Error::WrongState)
     );
-    assert!(s.k.begin_persist());
+    assert_eq!(s.due(), Step::Run);
     assert_eq!(
         s.sys("drv", Sysno::PersistDone, [0; 6]).status(),
         Err(Error::WrongState),
@@ -191,11 +197,12 @@ fn a_callback_that_asks_for_a_checkpoint_persists_with_the_world_stopped() {
     let mut s = with_callbacks();
     s.sys("svc", Sysno::Checkpoint, [0; 6]);
     assert_eq!(s.state("svc"), TaskState::Blocked);
-    assert!(s.k.take_checkpoint_request());
-    assert!(
-        s.k.begin_persist(),
+    assert_eq!(
+        s.event(CheckpointEvent::Syscall),
+        Step::Run,
         "the checkpoint svc asked for starts a phase like any other"
     );
+    assert!(s.k.persist_active());
     assert_eq!(
         s.regs("svc").status(),
         Err(Error::Interrupted),
@@ -207,36 +214,38 @@ fn a_callback_that_asks_for_a_checkpoint_persists_with_the_world_stopped() {
         Err(Error::Interrupted),
         "asked to persist, Checkpoint does not block"
     );
-    assert_eq!(s.k.take_persist_complete(), None);
+    assert_eq!(s.event(CheckpointEvent::Syscall), Step::Run);
     assert_eq!(
         s.sys("svc", Sysno::PersistDone, [7, 0, 0, 0, 0, 0])
             .status(),
         Ok(())
     );
-    assert_eq!(
-        s.k.take_persist_complete(),
-        Some(PersistEnd { declared_bound: 7 })
+    let step = s.event(CheckpointEvent::Syscall);
+    assert!(
+        matches!(step, Step::Write(ref a) if a.persisted().is_some_and(|p| p.declared_bound == 7))
     );
-    s.k.checkpoint_done(true);
+    assert_eq!(s.written(step, true), Step::Run);
     assert_eq!(runners(&mut s), ["app", "drv", "svc"]);
 }
 
 #[test]
 fn a_callback_that_ends_is_not_waited_for() {
     let mut s = with_callbacks();
-    assert!(s.k.begin_persist());
+    assert_eq!(s.due(), Step::Run);
     s.sys("svc", Sysno::Exit, [0; 6]);
-    assert_eq!(
-        s.k.take_persist_complete(),
-        Some(PersistEnd { declared_bound: 0 }),
+    assert!(
+        matches!(s.event(CheckpointEvent::Syscall), Step::Write(_)),
         "an ended callback persists nothing more"
     );
 }
 
 #[test]
-fn an_abandoned_phase_lets_everyone_run_and_a_restore_starts_without_one() {
+fn an_overrunning_phase_is_given_up_and_everyone_runs_and_a_restore_starts_with_one() {
     let mut s = with_callbacks();
-    assert!(s.k.begin_persist());
+    s.k.configure_checkpoints(common::every_tick(3, 0));
+    s.sys("app", Sysno::Checkpoint, [0; 6]);
+    assert_eq!(s.event(CheckpointEvent::Syscall), Step::Run);
+    assert!(s.k.persist_active(), "app's request starts a phase");
     let records: Vec<(u16, Vec<u8>)> =
         s.k.live_objects()
             .map(|(i, _)| {
@@ -245,9 +254,17 @@ fn an_abandoned_phase_lets_everyone_run_and_a_restore_starts_without_one() {
                 (i, buf[..n].to_vec())
             })
             .collect();
-    s.k.abandon_persist();
+    s.plat.now = 3;
+    assert_eq!(s.due(), Step::Run, "within its bound the phase goes on");
+    assert!(s.k.persist_active());
+    s.plat.now = 4;
+    assert_eq!(s.due(), Step::Run, "past its bound it is given up");
     assert!(!s.k.persist_active());
-    assert_eq!(s.k.take_persist_complete(), None);
+    assert_eq!(
+        s.regs("app").status(),
+        Err(Error::CheckpointFailed),
+        "the request is answered: no checkpoint was taken"
+    );
     assert_eq!(runners(&mut s), ["app", "drv", "svc"]);
 
     let mut k = Box::new(Kernel::new());
@@ -258,11 +275,89 @@ fn an_abandoned_phase_lets_everyone_run_and_a_restore_starts_without_one() {
         k,
         mem: s.mem.clone(),
         plat: s.plat.clone(),
+        version: 1,
     };
-    assert_eq!(runners(&mut r), ["app", "drv", "svc"]);
-    assert!(
-        r.k.begin_persist(),
-        "the callback flag came back with the watch"
+    assert_eq!(
+        r.event(CheckpointEvent::Restored),
+        Step::Run,
+        "the callback flag came back with the watch: a restore phase, no checkpoint yet"
     );
+    assert!(r.k.persist_active());
     assert_eq!(runners(&mut r), ["drv", "svc"]);
+}
+
+#[test]
+fn a_power_failure_halts_after_its_phase_and_checkpoint_with_what_they_cost() {
+    let mut s = with_callbacks();
+    s.plat.now = 2;
+    assert_eq!(s.event(CheckpointEvent::PowerFailure), Step::Run);
+    assert_eq!(runners(&mut s), ["drv", "svc"], "only the callbacks run");
+    s.plat.now = 5;
+    assert_eq!(
+        s.sys("svc", Sysno::PersistDone, [9, 0, 0, 0, 0, 0])
+            .status(),
+        Ok(())
+    );
+    let step = s.event(CheckpointEvent::Syscall);
+    assert!(matches!(step, Step::Write(ref a) if a.cause() == Cause::PowerFailure));
+    assert_eq!(
+        s.written(step, true),
+        Step::Halt(Halt {
+            interrupted_at: 2000,
+            persisted: Some(PersistEnd {
+                counted: 3000,
+                declared_bound: 9
+            }),
+            outcome: HaltOutcome::Committed,
+        }),
+        "the machine halts after the checkpoint, with the phase's cost"
+    );
+}
+
+#[test]
+fn a_power_failure_during_a_phase_joins_it_and_one_whose_phase_overruns_saves_nothing() {
+    let mut s = with_callbacks();
+    s.k.configure_checkpoints(common::every_tick(3, 0));
+    assert_eq!(s.due(), Step::Run);
+    s.plat.now = 1;
+    assert_eq!(
+        s.event(CheckpointEvent::PowerFailure),
+        Step::Run,
+        "the phase under way serves the power failure too"
+    );
+    s.plat.now = 9;
+    assert_eq!(
+        s.event(CheckpointEvent::Tick),
+        Step::Halt(Halt {
+            interrupted_at: 1000,
+            persisted: None,
+            outcome: HaltOutcome::GaveUp,
+        })
+    );
+}
+
+#[test]
+fn the_injected_power_failure_arrives_as_its_checkpoint_is_due() {
+    let mut s = with_callbacks();
+    let mut config = common::every_tick(u64::MAX, 4);
+    config.power_failure_at = Some(6);
+    s.k.configure_checkpoints(config);
+    assert_eq!(s.due(), Step::Run, "checkpoint 5 is due: a phase");
+    assert_eq!(s.sys("svc", Sysno::PersistDone, [0; 6]).status(), Ok(()));
+    let step = s.event(CheckpointEvent::Syscall);
+    s.version = 4;
+    assert_eq!(s.written(step, true), Step::Run, "5 is no power failure");
+    assert_eq!(s.due(), Step::Run, "6 is due: its phase");
+    assert_eq!(s.sys("svc", Sysno::PersistDone, [0; 6]).status(), Ok(()));
+    let step = s.event(CheckpointEvent::Syscall);
+    assert!(
+        matches!(
+            s.written(step, true),
+            Step::Halt(Halt {
+                outcome: HaltOutcome::Committed,
+                ..
+            })
+        ),
+        "the power failure joined checkpoint 6's phase, and the machine halts after it"
+    );
 }

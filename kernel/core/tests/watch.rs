@@ -9,7 +9,7 @@ mod common;
 
 use amber_core::{
     abi::{Error, Sysno, TaskState, COMMITTED_OFFSET, COMMIT_WATCH_SIZE, WATCHED_OFFSET},
-    CapSpec, Fault, FaultPolicy, Kernel, MemKind, RestoreError, MAX_OBJECTS,
+    CapSpec, CheckpointEvent, Fault, FaultPolicy, Kernel, MemKind, RestoreError, Step, MAX_OBJECTS,
 };
 use common::{code, data, Sys, ALL, CODE_SIZE, DEVICE_BASE, R, RW, SHARED_BASE, TASK_SIZE, W};
 
@@ -103,12 +103,9 @@ fn watch(s: &mut Sys, ptr: u32, slot: u32) -> Result<(), Error> {
     .status()
 }
 
-/// A successful checkpoint attempt as the arch code makes it.
+/// A checkpoint falls due and commits.
 fn commit(s: &mut Sys) {
-    s.k.snapshot_watches(&mut s.mem);
-    s.k.checkpoint_done(true);
-    s.k.watches_committed(&mut s.mem, &mut s.plat);
-    s.k.check_invariants().unwrap_or_else(|v| panic!("{v}"));
+    s.checkpoint(true);
 }
 
 /// The bits pending on drv's notification (taken by a Poll from w).
@@ -134,10 +131,12 @@ fn reboot(s: &Sys, recs: &[(u16, Vec<u8>)]) -> Result<Sys, RestoreError> {
     let mut plat = s.plat.clone();
     let mut k = Box::new(Kernel::new());
     k.restore_into(recs.iter().map(|(i, b)| (*i, b.as_slice())), &mut plat)?;
+    k.configure_checkpoints(common::every_tick(u64::MAX, s.version));
     Ok(Sys {
         k,
         mem: s.mem.clone(),
         plat,
+        version: s.version,
     })
 }
 
@@ -240,11 +239,10 @@ fn a_commit_hands_over_the_value_the_counter_had_in_the_checkpoint_not_the_curre
     let b = block();
     assert_eq!(watch(&mut s, b, NOTIF), Ok(()));
     put_u64(&mut s, watched(b), 5);
-    s.k.snapshot_watches(&mut s.mem);
+    let step = s.due();
     // The task runs on while the checkpoint is written.
     put_u64(&mut s, watched(b), 9);
-    s.k.checkpoint_done(true);
-    s.k.watches_committed(&mut s.mem, &mut s.plat);
+    assert_eq!(s.written(step, true), Step::Run);
     assert_eq!(
         get_u64(&s, committed(b)),
         5,
@@ -264,10 +262,8 @@ fn a_commit_hands_over_the_value_the_counter_had_in_the_checkpoint_not_the_curre
         u64::MAX - 1,
         "all 64 bits, little-endian"
     );
-    let r = s.sys("w", Sysno::Poll, [0; 6]);
-    assert_eq!(r.r[0], COMMIT);
-    s.k.watches_committed(&mut s.mem, &mut s.plat);
-    assert_eq!(poll(&mut s), 0, "a commit is reported once per snapshot");
+    assert_eq!(poll(&mut s), COMMIT, "once per committed checkpoint");
+    assert_eq!(poll(&mut s), 0);
 }
 
 #[test]
@@ -292,15 +288,8 @@ fn a_failed_checkpoint_writes_and_signals_nothing() {
     assert_eq!(watch(&mut s, b, NOTIF), Ok(()));
     put_u64(&mut s, watched(b), 5);
     let before = s.mem.bytes.clone();
-    s.k.snapshot_watches(&mut s.mem);
-    s.k.checkpoint_done(false);
-    s.k.watches_failed();
+    s.checkpoint(false);
     assert_eq!(s.mem.bytes, before, "nothing written");
-    s.k.watches_committed(&mut s.mem, &mut s.plat);
-    assert_eq!(
-        s.mem.bytes, before,
-        "the dropped value is not written by a later commit report either"
-    );
     assert_eq!(poll(&mut s), 0, "nothing signalled");
 }
 
@@ -314,7 +303,7 @@ fn a_restore_signals_every_watch_restore_bits_and_writes_nothing() {
     let recs = records(&s.k);
     let mut r = reboot(&s, &recs).expect("own records restore");
     assert_eq!(r.state("w"), TaskState::Blocked, "w still waits");
-    r.k.signal_restored(&mut r.plat);
+    assert_eq!(r.event(CheckpointEvent::Restored), Step::Run);
     r.k.check_invariants().unwrap();
     assert_eq!(r.state("w"), TaskState::Ready, "the restore woke w");
     assert_eq!(r.regs("w").r[0], RESTORE, "with the restore bits only");
@@ -348,16 +337,15 @@ fn the_protocol_changes_objects_only_through_the_dirty_guard() {
     let dirty =
         |k: &Kernel| -> Vec<u16> { (0..MAX_OBJECTS as u16).filter(|&i| k.is_dirty(i)).collect() };
     s.k.clear_dirty();
-    s.k.snapshot_watches(&mut s.mem);
+    let step = s.due();
     assert_eq!(
         dirty(&s.k),
         Vec::<u16>::new(),
         "a snapshot changes no object"
     );
-    s.k.watches_failed();
+    assert_eq!(s.written(step, false), Step::Run);
     assert_eq!(dirty(&s.k), Vec::<u16>::new(), "nor does a failure");
-    s.k.snapshot_watches(&mut s.mem);
-    s.k.watches_committed(&mut s.mem, &mut s.plat);
+    commit(&mut s);
     assert!(
         dirty(&s.k).contains(&w),
         "the commit woke w with the bits: w is dirty"
@@ -370,7 +358,7 @@ fn the_protocol_changes_objects_only_through_the_dirty_guard() {
 
     let recs = records(&s.k);
     let mut r = reboot(&s, &recs).unwrap();
-    r.k.signal_restored(&mut r.plat);
+    assert_eq!(r.event(CheckpointEvent::Restored), Step::Run);
     assert_eq!(
         dirty(&r.k),
         notif,
@@ -421,7 +409,7 @@ fn a_watch_ends_when_its_thread_exits_or_restarts() {
     let b = block();
     assert_eq!(watch(&mut s, b, NOTIF), Ok(()));
     s.switch_to("drv");
-    s.k.fault(Fault::IllegalInstruction, 0, &mut s.plat);
+    s.k.fault(Fault::IllegalInstruction, 0);
     assert_eq!(s.state("drv"), TaskState::Ready, "drv restarted");
     put_u64(&mut s, watched(b), 4);
     commit(&mut s);

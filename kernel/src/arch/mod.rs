@@ -1,5 +1,10 @@
 //! CPU support. Amber runs on one ISA, RV32IMC in M-mode (the ESP32-C3's), so this
-//! folder holds one architecture: boot entry, trap entry and CSR handling. Code here
-//! knows the CPU but never a board: addresses of devices belong in `board/`.
+//! folder holds one architecture, and every architecture offers the same names,
+//! re-exported here: the trap contract ([`Trap`], [`TrapHandler`], [`init_traps`],
+//! [`resume_user`]), `boot_entry!`, the PMP layer and interrupt control. Code here
+//! knows the CPU but never a board (devices belong in `board/`) and never the kernel.
 
 pub mod riscv32;
+
+pub use riscv32::trap::{init as init_traps, resume_user, Trap, TrapHandler};
+pub use riscv32::{interrupts_off, pmp, sync_instructions, wait_for_interrupt, without_interrupts};

@@ -77,7 +77,7 @@ pub(crate) enum ThreadState {
 /// in a Thread is derived, so everything is stored (the value a watch read for the
 /// checkpoint being taken is not the thread's: see watch.rs). One state is stored as
 /// another: a thread blocked in `Checkpoint` is written as Ready with `a0` = 0, which
-/// is exactly what `Kernel::checkpoint_done(true)` makes of it (it keeps its `seq`), so
+/// is exactly what a committed checkpoint makes of it (it keeps its `seq`), so
 /// after a restore it resumes as if the checkpoint it waited for had succeeded; it is
 /// in that checkpoint.
 #[derive(Debug)]
@@ -139,7 +139,7 @@ impl Thread {
         w.header(VERSION, ObjKind::Thread);
         let mut regs = self.ctx.regs;
         let state = match self.state {
-            // Recorded as `checkpoint_done(true)` leaves it: ready, a0 = 0.
+            // Recorded as a committed checkpoint leaves it: ready, a0 = 0.
             ThreadState::Blocked(Block::Checkpoint) => {
                 regs[reg::A0] = 0;
                 ThreadState::Ready

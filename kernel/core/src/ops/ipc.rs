@@ -223,7 +223,7 @@ impl Kernel {
     /// persist callback asked to persist gets `Interrupted` and receives nothing (its
     /// owed reply stays owed).
     pub(crate) fn sys_recv(&mut self, mem: &mut impl UserMemory, t: ThreadId) -> Outcome {
-        if self.persist.asks(t) {
+        if self.cycle.phase.asks(t) {
             return Outcome::err(Error::Interrupted);
         }
         let slot = self.thread(t).ctx.arg(0);

@@ -17,7 +17,7 @@ impl Kernel {
     /// A device interrupt arrived: marks its IrqNotification pending and wakes its
     /// waiters. `false` when no IrqNotification owns `irq` (the arch code should then
     /// mask it).
-    pub fn irq(&mut self, irq: u32, _plat: &mut impl Platform) -> bool {
+    pub fn irq(&mut self, irq: u32) -> bool {
         let Some(obj) = self.irq_object(irq) else {
             return false;
         };

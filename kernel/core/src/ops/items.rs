@@ -1,8 +1,7 @@
 //! The kernel as the checkpoint manager sees it: a set of items, one per live arena
-//! entry, each with a dirty bit, an encoding and a way back; and the `Checkpoint`
-//! syscall's protocol. Each object type's record layout lives with the type
-//! (`obj/`); this file only routes by kind and rebuilds what is
-//! derived. It must never let a restore produce a kernel that breaks an invariant:
+//! entry, each with a dirty bit, an encoding and a way back. Each object type's record
+//! layout lives with the type (`obj/`); this file only routes by kind and rebuilds
+//! what is derived. It must never let a restore produce a kernel that breaks an invariant:
 //! every restored tree is checked whole before it runs.
 //!
 //! # Items
@@ -19,30 +18,15 @@
 //! | `booted` | true: only a booted kernel is checkpointed (item 0, the root, must exist) |
 //! | `memory_epoch` | advanced, so the arch code reprograms PMP |
 //! | wait and run queues | never stored anywhere: read from thread states |
-//! | checkpoint request | false (see below) |
-//! | pending commit-watch values | none: read per checkpoint attempt (`ops/watch.rs`) |
+//! | the checkpoint cycle | nothing due, no phase, no pending watch values (`checkpoint.rs`) |
 //! | IRQ routing | `Platform::irq_enable` for every enabled IrqNotification |
 //! | dirty bits | all clean: the restored state is exactly what the records hold |
-//!
-//! # The checkpoint protocol
-//!
-//! A thread calling `Checkpoint` blocks ([`Block::Checkpoint`]) and sets a request
-//! flag. After each syscall the arch code asks [`Kernel::take_checkpoint_request`];
-//! after EVERY checkpoint attempt (requested or periodic) it calls
-//! [`Kernel::checkpoint_done`], which wakes every such thread with `a0` = 0 (or
-//! `CheckpointFailed`). A thread that waits in `Checkpoint` while a checkpoint is taken
-//! is recorded as `checkpoint_done(true)` will leave it (ready, `a0` = 0, same `seq`),
-//! because the checkpoint it waited for is the one being written: restored from it, it
-//! resumes as if that checkpoint had succeeded. If that checkpoint then fails to
-//! commit, the records are never used, so nothing is wrong.
 
-use super::outcome::Outcome;
 use crate::{
-    abi::{Error, ObjKind},
-    context::reg,
-    ids::{ObjId, ThreadId},
-    kernel::{CollectArray, Kernel},
-    obj::{Block, Object, ThreadState},
+    abi::ObjKind,
+    ids::ObjId,
+    kernel::Kernel,
+    obj::Object,
     platform::Platform,
     record::{RestoreError, Writer, RECORD_MAX},
 };
@@ -66,7 +50,7 @@ impl Kernel {
         ObjId::from_index(usize::from(index)).is_some_and(|id| self.objects.dirty().contains(id))
     }
 
-    /// Marks every entry clean: call once a checkpoint has committed.
+    /// Marks every entry clean (a checkpoint committed, or a restore).
     pub fn clear_dirty(&mut self) {
         self.objects.dirty_mut().clear();
     }
@@ -86,18 +70,6 @@ impl Kernel {
         let mut w = Writer::new(out);
         self.obj(id).encode(&mut w);
         w.len()
-    }
-
-    /// A kernel rebuilt from `records` (item id, record bytes); see
-    /// [`Kernel::restore_into`]. Needs the stack room of a whole [`Kernel`]; the
-    /// device restores into its static instead.
-    pub fn restore<'a>(
-        records: impl IntoIterator<Item = (u16, &'a [u8])>,
-        plat: &mut impl Platform,
-    ) -> Result<Kernel, RestoreError> {
-        let mut k = Kernel::new();
-        k.restore_into(records, plat)?;
-        Ok(k)
     }
 
     /// Replaces this kernel by the one `records` describe: resets it, decodes every
@@ -155,45 +127,5 @@ impl Kernel {
         self.bump_memory_epoch();
         self.schedule();
         self.check_invariants().map_err(RestoreError::Inconsistent)
-    }
-
-    /// True once per `Checkpoint` call (or burst of calls): a task asked for a
-    /// checkpoint since the last time this returned true. The arch code asks after
-    /// each syscall.
-    pub fn take_checkpoint_request(&mut self) -> bool {
-        core::mem::take(&mut self.checkpoint_requested)
-    }
-
-    /// A checkpoint attempt ended: wakes every thread blocked in `Checkpoint` with
-    /// `a0` = 0 (`ok`) or `CheckpointFailed`, keeping each one's `seq` (its record
-    /// already says so, see the file doc), clears any pending request (it is
-    /// answered), and reschedules. Call it after every attempt, periodic ones too.
-    pub fn checkpoint_done(&mut self, ok: bool) {
-        let status = if ok {
-            0
-        } else {
-            Error::CheckpointFailed as u32
-        };
-        for t in self.thread_ids().collect_array().into_iter().flatten() {
-            if self.thread(t).state == ThreadState::Blocked(Block::Checkpoint) {
-                let th = self.thread_mut(t);
-                th.state = ThreadState::Ready;
-                th.ctx.regs[reg::A0] = status;
-            }
-        }
-        self.checkpoint_requested = false;
-        self.schedule();
-    }
-
-    /// `Checkpoint`: blocks the caller until [`Kernel::checkpoint_done`] and asks for
-    /// a checkpoint. A persist callback asked to persist gets `Interrupted` at once
-    /// (it persists, then `PersistDone` brings the checkpoint; see persist.rs).
-    pub(crate) fn sys_checkpoint(&mut self, t: ThreadId) -> Outcome {
-        if self.persist.asks(t) {
-            return Outcome::err(Error::Interrupted);
-        }
-        self.checkpoint_requested = true;
-        self.block(t, Block::Checkpoint);
-        Outcome::Blocked
     }
 }

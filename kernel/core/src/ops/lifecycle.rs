@@ -16,7 +16,7 @@ impl Kernel {
     /// The current thread faulted: ends or restarts its task per its policy and says
     /// what happened. Other tasks are untouched (except partners woken with
     /// `PeerGone`).
-    pub fn fault(&mut self, cause: Fault, addr: u32, _plat: &mut impl Platform) -> FaultReport {
+    pub fn fault(&mut self, cause: Fault, addr: u32) -> FaultReport {
         let Some(t) = self.current else {
             return FaultReport {
                 task: TaskName::ROOT,

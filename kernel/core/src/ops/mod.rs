@@ -15,12 +15,13 @@
 //! | 7 | watch, persist | commit watches; persist phases |
 //! | 8 | lifecycle | exit, fault, restart, the tick |
 //! | 9 | invariants | the whole tree's invariants (read only) |
-//! | 10 | items, boot | the kernel as checkpoint items, and its restore; building the tree |
+//! | 10 | items, checkpoint, boot | the kernel as checkpoint items, and its restore; the checkpoint cycle; building the tree |
 //! | 11 | syscall | dispatch of every call |
 
 mod access;
 mod boot;
 mod caps;
+mod checkpoint;
 mod invariants;
 mod ipc;
 mod irq;
@@ -33,5 +34,3 @@ mod sched;
 mod syscall;
 mod timer;
 mod watch;
-
-pub use persist::PersistEnd;

@@ -7,10 +7,10 @@
 //! checkpoint attempt and lives in the checkpoint cycle (`cycle.rs`) until the attempt
 //! ends.
 //!
-//! The arch code drives the protocol around every checkpoint attempt:
+//! The checkpoint cycle (`checkpoint.rs`) drives them around every attempt:
 //! [`Kernel::snapshot_watches`] with the world stopped right before the checkpoint is
-//! taken, then [`Kernel::watches_committed`] or [`Kernel::watches_failed`]; and
-//! [`Kernel::signal_restored`] after [`Kernel::restore_into`]. This file must never
+//! written, then [`Kernel::watches_committed`] or [`Kernel::watches_failed`]; and
+//! [`Kernel::signal_restored`] after a restore. This file must never
 //! touch user memory it has not validated against the task's regions at that moment
 //! (regions change: a watch whose memory is gone is skipped, never trusted).
 
@@ -19,11 +19,12 @@ use crate::{
     abi::{
         Error, ObjKind, Rights, WatchFlags, COMMITTED_OFFSET, COMMIT_WATCH_SIZE, WATCHED_OFFSET,
     },
-    cycle::{PendingWatches, Snapshot},
+    cycle::Snapshot,
     ids::{ObjId, ThreadId},
     kernel::{CollectArray, Kernel},
     obj::{Object, Watch},
-    platform::{Platform, UserMemory},
+    platform::UserMemory,
+    MAX_OBJECTS,
 };
 
 /// The access a task needs on its watch block: the kernel reads one half and writes
@@ -67,8 +68,8 @@ impl Kernel {
     /// u64 whose block the task still may read and write, and keeps it pending for
     /// [`Kernel::watches_committed`]. Replaces anything still pending. Changes no
     /// object (nothing becomes dirty).
-    pub fn snapshot_watches(&mut self, mem: &mut impl UserMemory) {
-        self.pending_watches.clear();
+    pub(crate) fn snapshot_watches(&mut self, mem: &mut impl UserMemory) {
+        self.cycle.pending = [None; MAX_OBJECTS];
         for t in self.thread_ids().collect_array().into_iter().flatten() {
             let Some(watch) = self.thread(t).watch else {
                 continue;
@@ -82,7 +83,7 @@ impl Kernel {
             let mut b = [0u8; 8];
             // In range: the whole 16-byte block was just validated.
             mem.read(watch.ptr + WATCHED_OFFSET, &mut b);
-            self.pending_watches.0[t.index()] = Some(Snapshot {
+            self.cycle.pending[t.index()] = Some(Snapshot {
                 watch,
                 value: u64::from_le_bytes(b),
             });
@@ -97,9 +98,9 @@ impl Kernel {
     /// pending. The notification and a woken thread change through the arena's guard,
     /// so the next checkpoint includes them; the written bytes are task memory (the
     /// arch's `UserMemory` tracks those).
-    pub fn watches_committed(&mut self, mem: &mut impl UserMemory, _plat: &mut impl Platform) {
-        let pending = core::mem::replace(&mut self.pending_watches, PendingWatches::NONE);
-        for (i, snap) in pending.0.iter().enumerate() {
+    pub(crate) fn watches_committed(&mut self, mem: &mut impl UserMemory) {
+        let pending = core::mem::replace(&mut self.cycle.pending, [None; MAX_OBJECTS]);
+        for (i, snap) in pending.iter().enumerate() {
             let (Some(snap), Some(id)) = (snap, ObjId::from_index(i)) else {
                 continue;
             };
@@ -121,8 +122,8 @@ impl Kernel {
 
     /// The checkpoint after [`Kernel::snapshot_watches`] failed: drops the pending
     /// values; writes and signals nothing.
-    pub fn watches_failed(&mut self) {
-        self.pending_watches.clear();
+    pub(crate) fn watches_failed(&mut self) {
+        self.cycle.pending = [None; MAX_OBJECTS];
     }
 
     /// After [`Kernel::restore_into`]: signals every watch's restore bits (waking
@@ -130,7 +131,7 @@ impl Kernel {
     /// the committed value is the watched value as the checkpoint holds it. The
     /// notifications and woken threads become dirty, so the next checkpoint includes
     /// them.
-    pub fn signal_restored(&mut self, _plat: &mut impl Platform) {
+    pub(crate) fn signal_restored(&mut self) {
         for t in self.thread_ids().collect_array().into_iter().flatten() {
             if let Some(watch) = self.thread(t).watch {
                 self.signal_watch(watch.notif, watch.restore_bits);

@@ -6,8 +6,8 @@
 
 use amber_core::{
     abi::{Error, Sysno},
-    CapSpec, FaultPolicy, Kernel, MemKind, Platform, RegionSpec, Rights, TaskSpec, ThreadId,
-    UserMemory,
+    CapSpec, CheckpointConfig, CheckpointEvent, FaultPolicy, Kernel, MemKind, Platform, RegionSpec,
+    Rights, Step, TaskSpec, ThreadId, UserMemory,
 };
 
 /// Start of the fake RAM.
@@ -115,6 +115,9 @@ impl Platform for FakePlat {
     fn now_ticks(&self) -> u64 {
         self.now
     }
+    fn counter(&self) -> u64 {
+        self.now * 1000
+    }
 }
 
 /// Code base of task `i`.
@@ -182,6 +185,18 @@ pub struct Sys {
     pub k: Box<Kernel>,
     pub mem: FakeMem,
     pub plat: FakePlat,
+    /// The version of the last checkpoint [`Sys::written`] committed.
+    pub version: u64,
+}
+
+/// A periodic checkpoint at every tick, persist phases given up after `timeout` ticks.
+pub fn every_tick(timeout: u64, committed: u64) -> CheckpointConfig {
+    CheckpointConfig {
+        interval_ticks: 1,
+        persist_timeout_ticks: timeout,
+        committed,
+        power_failure_at: None,
+    }
 }
 
 impl Sys {
@@ -205,11 +220,64 @@ impl Sys {
         k.boot(&specs).expect("test system description must boot");
         k.check_invariants()
             .expect("a freshly booted tree satisfies every invariant");
+        k.configure_checkpoints(every_tick(u64::MAX, 0));
         Sys {
             k,
             mem: FakeMem::new(),
             plat: FakePlat::default(),
+            version: 0,
         }
+    }
+
+    /// Reports `event` to the checkpoint cycle.
+    pub fn event(&mut self, event: CheckpointEvent) -> Step {
+        self.k.checkpoint_event(event, &mut self.mem, &self.plat)
+    }
+
+    /// A checkpoint falls due: the cycle's answer to a tick (without the scheduler's
+    /// part of the tick; every tick is a periodic checkpoint in a test system).
+    pub fn due(&mut self) -> Step {
+        self.event(CheckpointEvent::Tick)
+    }
+
+    /// Finishes the attempt `step` asks for, as a glue whose write commits (`ok`, the
+    /// next version) or fails; panics when `step` asks for no write.
+    pub fn written(&mut self, step: Step, ok: bool) -> Step {
+        let Step::Write(attempt) = step else {
+            panic!(
+                "the cycle asks for no checkpoint: {step:?} (phase {})",
+                self.k.persist_active()
+            );
+        };
+        let committed = ok.then(|| {
+            self.version += 1;
+            self.version
+        });
+        let next = self.k.checkpoint_written(attempt, committed, &mut self.mem);
+        self.k.check_invariants().unwrap_or_else(|v| panic!("{v}"));
+        next
+    }
+
+    /// Finishes every checkpoint `step` leads to, each committing when `ok`, as the
+    /// glue does after an event; returns the step that ends it (run on, or halt).
+    pub fn drive(&mut self, mut step: Step, ok: bool) -> Step {
+        while matches!(step, Step::Write(_)) {
+            step = self.written(step, ok);
+        }
+        step
+    }
+
+    /// A checkpoint falls due and is written at once (there must be no persist
+    /// phase), committing when `ok`.
+    pub fn checkpoint(&mut self, ok: bool) {
+        let step = self.due();
+        assert_eq!(self.written(step, ok), Step::Run);
+    }
+
+    /// Every dirty mark cleared, as a committed checkpoint leaves them.
+    pub fn commit_all(&mut self) {
+        let step = self.event(CheckpointEvent::Booted);
+        assert_eq!(self.written(step, true), Step::Run);
     }
 
     pub fn tid(&self, name: &str) -> ThreadId {

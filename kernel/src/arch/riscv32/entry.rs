@@ -1,12 +1,19 @@
 //! The reset entry: the first instructions the kernel runs.
 //!
-//! QEMU (`-bios none`) jumps here in M-mode with a0 = hart id and a1 = the device tree
-//! address. The entry parks every hart but hart 0, sets up the stack, clears `.bss`
-//! and calls `kmain`. It must never touch memory beyond the kernel image: the device
+//! The loader (QEMU with `-bios none`) jumps to `_start` in M-mode. The entry parks
+//! every hart but hart 0, sets up the stack, clears `.bss` and calls the kernel's main
+//! with a0 and a1 as the loader left them (the board reads its boot protocol from
+//! them). The kernel names its main once, with [`crate::boot_entry!`]; this file never
+//! names the kernel. It must never touch memory beyond the kernel image: the device
 //! tree lies above it.
 
-core::arch::global_asm!(
-    r#"
+/// Defines `_start`, calling `$main: extern "C" fn(usize, usize) -> !`.
+#[macro_export]
+macro_rules! boot_entry {
+    ($main:path) => {
+        const _: extern "C" fn(usize, usize) -> ! = $main;
+        core::arch::global_asm!(
+            r#"
     .section .text.init, "ax"
     .global _start
 _start:
@@ -22,10 +29,12 @@ _start:
     addi t0, t0, 4
     j 1b
 2:
-    call {kmain}
+    call {main}
 3:
     wfi
     j 3b
 "#,
-    kmain = sym crate::boot::kmain,
-);
+            main = sym $main,
+        );
+    };
+}

@@ -1,24 +1,47 @@
-//! The trap path: save every register, dispatch in Rust, restore, `mret`.
+//! The trap path and its contract with the kernel: every trap is saved, decoded into a
+//! [`Trap`] and handed to the kernel's [`TrapHandler`], which the kernel names once
+//! ([`init`]); this file never names the kernel.
 //!
-//! All traps enter at `_trap_entry` (mtvec direct mode). `mscratch` tells where from:
-//! it holds the current task's [`Context`] while a task runs in U-mode, and 0 while
-//! the kernel runs.
+//! All traps enter at [`entry`] (mtvec direct mode). `mscratch` tells where from: it
+//! holds the current task's [`Context`] while a task runs in U-mode, and 0 while the
+//! kernel runs.
 //!
 //! - From U-mode, x1..x31 and the pc go straight into the task's `Context`, the kernel
-//!   switches to a fresh kernel stack and calls `user_trap`, which returns the context
-//!   to resume (maybe another task's); `_resume_user` loads it and `mret`s. No kernel
-//!   state lives on the stack across a return to U-mode.
-//! - From M-mode (boot, idle), a [`TrapFrame`] is pushed on the current stack and
-//!   `kernel_trap` runs; only interrupts are expected there, and an exception in
+//!   switches to a fresh kernel stack and calls [`TrapHandler::user_trap`], which never
+//!   returns: it resumes a task ([`resume_user`]). No kernel state lives on the stack
+//!   across a return to U-mode.
+//! - From M-mode (boot, idle), a [`TrapFrame`] is pushed on the current stack and only
+//!   interrupts are expected ([`TrapHandler::kernel_interrupt`]); an exception in
 //!   kernel code is a broken invariant that panics.
 //!
 //! Interrupt handlers must never allocate (the heap lock may be held by the code they
 //! interrupted).
 
-use amber_core::Context;
+use amber_core::{Context, Fault};
 use riscv::interrupt::machine::Exception;
 use riscv::register::mtvec::{self, Mtvec, TrapMode};
 use riscv::ExceptionNumber;
+
+/// What trapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trap {
+    /// An interrupt, by its cause number (mcause without the interrupt bit): the
+    /// board decodes it.
+    Interrupt(u32),
+    /// `ecall` from U-mode: a syscall.
+    Syscall,
+    /// An exception of the task at `addr` (mtval).
+    Fault { fault: Fault, addr: u32 },
+}
+
+/// The kernel's half of the trap contract.
+pub trait TrapHandler {
+    /// A trap from U-mode, whose registers are saved in the running task's `Context`.
+    /// Must resume a task ([`resume_user`]), on this fresh kernel stack.
+    fn user_trap(trap: Trap) -> !;
+    /// An interrupt taken while the kernel ran (booting or idle).
+    fn kernel_interrupt(cause: u32);
+}
 
 /// Registers saved on a trap from M-mode. `regs[i]` is `x{i}`; `regs[0]` is unused.
 #[repr(C)]
@@ -35,12 +58,16 @@ const _: () = assert!(FRAME_SIZE == 144 && FRAME_SIZE.is_multiple_of(16));
 // The assembly below stores x_i at 4*i and the pc at 128 of a `Context`.
 const _: () = assert!(core::mem::offset_of!(Context, pc) == 128);
 
-core::arch::global_asm!(
-    r#"
-    .section .text.trap, "ax"
-    .align 4
-    .global _trap_entry
-_trap_entry:
+/// mcause bit 31: the trap is an interrupt.
+const INTERRUPT_BIT: usize = 1 << 31;
+const ECALL_FROM_U: usize = 8;
+
+/// The trap entry for the kernel's handler `H`.
+#[unsafe(naked)]
+#[unsafe(link_section = ".text.trap")]
+extern "C" fn entry<H: TrapHandler>() {
+    core::arch::naked_asm!(
+        r#"
     csrrw t6, mscratch, t6
     beqz t6, 1f
 
@@ -57,7 +84,6 @@ _trap_entry:
     csrr a0, mcause
     csrr a1, mtval
     call {user_trap}
-    j _resume_user
 
 1:  # From M-mode: restore t6 (mscratch goes back to 0) and use the current stack.
     csrrw t6, mscratch, t6
@@ -84,7 +110,16 @@ _trap_entry:
     .endr
     addi sp, sp, {frame}
     mret
+"#,
+        frame = const FRAME_SIZE,
+        kernel_trap = sym kernel_trap::<H>,
+        user_trap = sym user_trap::<H>,
+    )
+}
 
+core::arch::global_asm!(
+    r#"
+    .section .text.resume, "ax"
     # a0 = the Context to run in U-mode. mstatus.MPP must already be U and MPIE set.
     .global _resume_user
 _resume_user:
@@ -96,29 +131,26 @@ _resume_user:
     .endr
     lw a0, 40(a0)
     mret
-"#,
-    frame = const FRAME_SIZE,
-    kernel_trap = sym kernel_trap,
-    user_trap = sym crate::task::user_trap,
+"#
 );
 
 unsafe extern "C" {
-    fn _trap_entry();
     fn _resume_user(ctx: *mut Context) -> !;
 }
 
-/// Points mtvec at `_trap_entry` and marks the kernel as running (mscratch = 0).
-pub fn init() {
-    let entry = _trap_entry as *const () as usize;
-    // SAFETY: `_trap_entry` is a complete trap handler (above) and 16-byte aligned;
-    // mscratch = 0 is how it knows a trap comes from the kernel.
+/// Points mtvec at the entry for handler `H` and marks the kernel as running
+/// (mscratch = 0).
+pub fn init<H: TrapHandler>() {
+    let entry = entry::<H> as *const () as usize;
+    // SAFETY: `entry` is a complete trap handler (above), 4-byte aligned by the link
+    // script; mscratch = 0 is how it knows a trap comes from the kernel.
     unsafe {
         riscv::register::mscratch::write(0);
         mtvec::write(Mtvec::new(entry, TrapMode::Direct));
     }
 }
 
-/// Runs `ctx` in U-mode. Never returns: the task's next trap enters `user_trap` on a
+/// Runs `ctx` in U-mode. Never returns: the task's next trap enters the handler on a
 /// fresh kernel stack.
 ///
 /// # Safety
@@ -133,17 +165,24 @@ pub unsafe fn resume_user(ctx: *mut Context) -> ! {
     }
 }
 
-/// mcause bit 31: the trap is an interrupt.
-pub const INTERRUPT_BIT: usize = 1 << 31;
-pub const MACHINE_TIMER: usize = 7;
-pub const MACHINE_EXTERNAL: usize = 11;
-pub const ECALL_FROM_U: usize = 8;
+extern "C" fn user_trap<H: TrapHandler>(mcause: usize, mtval: usize) -> ! {
+    let code = mcause & !INTERRUPT_BIT;
+    H::user_trap(if mcause & INTERRUPT_BIT != 0 {
+        Trap::Interrupt(code as u32)
+    } else if code == ECALL_FROM_U {
+        Trap::Syscall
+    } else {
+        Trap::Fault {
+            fault: Fault::from_mcause(code as u32),
+            addr: mtval as u32,
+        }
+    })
+}
 
-extern "C" fn kernel_trap(frame: &mut TrapFrame) {
+extern "C" fn kernel_trap<H: TrapHandler>(frame: &mut TrapFrame) {
     let code = frame.mcause & !INTERRUPT_BIT;
     if frame.mcause & INTERRUPT_BIT != 0 {
-        crate::task::interrupt(code);
-        return;
+        return H::kernel_interrupt(code as u32);
     }
     match Exception::from_number(code) {
         Ok(cause) => panic!(

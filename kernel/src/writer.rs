@@ -1,7 +1,10 @@
-//! Whole-system checkpoints on the device: what goes into one, when one is taken, and
-//! how the system comes back from one at boot.
+//! Writing the running system into a checkpoint: what goes into one (kernel objects and
+//! task memory pages, as the checkpoint manager's items), the metadata committed with
+//! it, and the writer that holds the NVM and the manager. When a checkpoint is written
+//! is the checkpoint cycle's (`amber_core`), and how it lands on NVM the manager's
+//! (`amber_ckpt`); this file only says what.
 //!
-//! Items handed to the checkpoint manager (`amber_ckpt`):
+//! Items handed to the checkpoint manager:
 //!
 //! | item ids                  | kind byte            | bytes                                   |
 //! |---------------------------|----------------------|-----------------------------------------|
@@ -14,11 +17,12 @@
 //! app. This file runs with interrupts off (the world is stopped); it must never let
 //! a task run between gathering the items and the commit.
 
+use crate::app::TaskImage;
+use crate::board::{Board, Chosen};
 use crate::bootargs::MemTrack;
 use crate::pages::{PageMask, Pages, PAGES};
-use crate::task::TaskImage;
 use amber_ckpt::{CheckpointStats, CkptError, ItemId, Manager, Source, Version, META_LEN};
-use amber_core::Kernel;
+use amber_core::{Kernel, MAX_TASKS};
 use amber_nvm::Nvm;
 
 /// Page p of task t's RAM is item `MEMORY_ITEMS + t * PAGES + p` (64..96: above the
@@ -29,8 +33,7 @@ pub const MEMORY_ITEMS: u16 = 64;
 // memory items: a change of the arena size, the task limit or the page count that
 // broke this would make two things share an item on NVM.
 const _: () = assert!(amber_core::MAX_OBJECTS <= MEMORY_ITEMS as usize);
-const _: () =
-    assert!(MEMORY_ITEMS as usize + crate::task::MAX_TASKS * PAGES <= amber_ckpt::MAX_ITEMS);
+const _: () = assert!(MEMORY_ITEMS as usize + MAX_TASKS * PAGES <= amber_ckpt::MAX_ITEMS);
 
 /// The item of page `p` of task `t`.
 pub fn memory_item(t: usize, p: usize) -> ItemId {
@@ -141,7 +144,7 @@ impl Source for Snapshot<'_> {
     }
 }
 
-/// Counters of the checkpoints taken since boot.
+/// Counters of the checkpoints written since boot.
 #[derive(Default)]
 pub struct Totals {
     pub checkpoints: u64,
@@ -150,39 +153,38 @@ pub struct Totals {
     pub data_bytes: u64,
 }
 
-/// The checkpointing state of the running system.
-pub struct Persist<N> {
-    pub nvm: N,
-    pub mgr: Manager,
-    pub memtrack: MemTrack,
-    /// Per task: the RAM pages changed since the last commit.
-    pub mem_dirty: [PageMask; crate::task::MAX_TASKS],
-    /// Periodic interval in ticks; 0 = no periodic checkpoints.
-    pub interval: u32,
-    /// Ticks since the last checkpoint.
-    pub since: u32,
-    pub app: u32,
-    pub totals: Totals,
-}
-
-/// The result of one checkpoint, for the console.
-pub struct Taken {
+/// One checkpoint written: the manager's figures and the pause it took
+/// (`Board::counter`).
+pub struct Written {
     pub stats: CheckpointStats,
     pub instructions: u64,
 }
 
-impl<N: Nvm> Persist<N> {
-    /// Stops the world (the caller has interrupts off), writes every dirty item, and
-    /// commits. On success all dirty marks are cleared; on failure they stay, so the
-    /// next checkpoint writes them again.
-    pub fn take(
+/// What writes the running system into checkpoints: the NVM, the checkpoint manager,
+/// and which task memory changed since the last commit.
+pub struct CheckpointWriter<N> {
+    pub nvm: N,
+    pub mgr: Manager,
+    pub memtrack: MemTrack,
+    /// Per task: the RAM pages changed since the last commit.
+    pub mem_dirty: [PageMask; MAX_TASKS],
+    /// The app's fingerprint, committed with every checkpoint.
+    pub app: u32,
+    pub totals: Totals,
+}
+
+impl<N: Nvm> CheckpointWriter<N> {
+    /// Writes every dirty item of `kernel` and the tasks' memory and commits (the
+    /// caller has the world stopped); `ticks` is the absolute tick count. On success
+    /// the task memory is clean (the kernel's objects are the checkpoint cycle's to
+    /// mark clean); on failure everything stays marked, for the next checkpoint.
+    pub fn write(
         &mut self,
-        kernel: &mut Kernel,
+        kernel: &Kernel,
         tasks: &'static [TaskImage],
         ticks: u64,
-    ) -> Result<Taken, CkptError> {
-        let start = riscv::register::minstret::read64();
-        let all = self.memtrack == MemTrack::Copy;
+    ) -> Result<Written, CkptError> {
+        let start = Chosen::counter();
         let meta = Meta {
             ticks,
             app: self.app,
@@ -192,19 +194,17 @@ impl<N: Nvm> Persist<N> {
             kernel,
             tasks,
             mem_dirty: &self.mem_dirty,
-            all,
+            all: self.memtrack == MemTrack::Copy,
         };
         let stats = self.mgr.checkpoint(&mut self.nvm, &snap, meta)?;
-        kernel.clear_dirty();
-        self.mem_dirty = [0; crate::task::MAX_TASKS];
-        self.since = 0;
-        let instructions = riscv::register::minstret::read64() - start;
+        self.mem_dirty = [0; MAX_TASKS];
+        let instructions = Chosen::counter() - start;
         let t = &mut self.totals;
         t.checkpoints += 1;
         t.instructions += instructions;
         t.nvm_bytes += stats.nvm_bytes;
         t.data_bytes += stats.data_bytes;
-        Ok(Taken {
+        Ok(Written {
             stats,
             instructions,
         })

@@ -1,15 +1,16 @@
-//! `kmain`: the boot sequence, from a bare hart to the idle loop.
+//! `kmain`: the boot sequence, from a bare hart to the idle loop, on the chosen board.
 //!
 //! Order: console, trap vector, heap, boot options, NVM (find, open or format, count
 //! the boot), interrupts, then the mode the options chose. Every failure on the way
 //! is reported in words and ends with its own exit code; nothing here formats an NVM
 //! unless the device is blank or the user asked for it.
 
+use crate::board::{Board, Chosen};
 use crate::bootargs::{self, Mode};
 use crate::cut::CutNvm;
 use crate::exit::ExitCode;
-use crate::task::SystemNvm;
-use crate::{arch, board, console, heap, task};
+use crate::system::{self, SystemNvm};
+use crate::{arch, console, heap};
 use alloc::vec::Vec;
 use amber_format::{FormatPolicy, NvmHeader, Opened};
 use amber_nvm::Nvm;
@@ -17,7 +18,7 @@ use core::fmt::Display;
 use log::{error, info};
 
 /// Idle-test mode: timer ticks to wait for before passing.
-const IDLE_TEST_TICKS: u32 = 10;
+const IDLE_TEST_TICKS: u64 = 10;
 /// NVM-stress mode: print the committed count every this many rewrites.
 const STRESS_PRINT_EVERY: u64 = 16;
 
@@ -25,27 +26,34 @@ const STRESS_PRINT_EVERY: u64 = 16;
 pub(crate) fn fatal(code: ExitCode, why: impl Display) -> ! {
     error!("{why}");
     error!("boot stopped (exit code {})", code.code());
-    board::exit(code)
+    Chosen::exit(code)
 }
 
-pub extern "C" fn kmain(_hartid: usize, dtb: usize) -> ! {
+crate::boot_entry!(kmain);
+
+/// The kernel's main, called by the reset entry with the loader's a0 and a1.
+extern "C" fn kmain(a0: usize, a1: usize) -> ! {
     console::init();
-    arch::riscv32::trap::init();
+    arch::init_traps::<system::Traps>();
     heap::init();
-    let cmdline = board::bootargs(dtb);
+    let cmdline = Chosen::boot_options([a0, a1]);
     let args = bootargs::parse(cmdline).unwrap_or_else(|e| fatal(ExitCode::BadBootArgs, e));
     console::set_level(args.log);
-    info!("Amber on QEMU virt (RV32IMC, M-mode); boot options `{cmdline}`");
+    info!(
+        "Amber on {}; boot options `{cmdline}`; counter exact: {}",
+        Chosen::NAME,
+        Chosen::counter_exact()
+    );
     heap_self_check();
 
-    let window = board::find_nvm().unwrap_or_else(|e| fatal(ExitCode::NoNvmDevice, e));
-    let mut nvm = CutNvm::new(window, args.cut, power_cut);
+    let device = Chosen::nvm().unwrap_or_else(|e| fatal(ExitCode::NoNvmDevice, e));
+    let mut nvm = CutNvm::new(device, args.cut, power_cut);
     let (mut header, how) = open_nvm(&mut nvm, args.format);
 
-    board::init_interrupts();
+    Chosen::start_interrupts();
     match args.mode {
-        Mode::Normal if task::have_tasks() => {
-            task::start(nvm, &header, how == Opened::Formatted, &args)
+        Mode::Normal if system::have_tasks() => {
+            system::start(nvm, &header, how == Opened::Formatted, &args)
         }
         Mode::Normal | Mode::IdleTest => idle(args.mode),
         Mode::NvmStress => nvm_stress(&mut nvm, &mut header),
@@ -56,7 +64,7 @@ pub extern "C" fn kmain(_hartid: usize, dtb: usize) -> ! {
 
 /// An injected power cut (`amber.cut`): the torn store is written; stop at once.
 fn power_cut() -> ! {
-    board::exit(ExitCode::PowerCut)
+    Chosen::exit(ExitCode::PowerCut)
 }
 
 /// Allocates and frees through the kernel heap, so a broken heap stops boot here.
@@ -117,17 +125,11 @@ fn open_nvm(nvm: &mut SystemNvm, format: bool) -> (NvmHeader, Opened) {
 fn idle(mode: Mode) -> ! {
     info!("entering the idle loop");
     loop {
-        riscv::asm::wfi();
-        if mode == Mode::IdleTest
-            && board::ticks() >= IDLE_TEST_TICKS
-            && board::uart_bytes_received() > 0
-        {
-            info!(
-                "idle test passed: {} timer ticks, {} console bytes received",
-                board::ticks(),
-                board::uart_bytes_received()
-            );
-            board::exit_success();
+        arch::wait_for_interrupt();
+        let (ticks, bytes) = system::with_system(|s| s.activity());
+        if mode == Mode::IdleTest && ticks >= IDLE_TEST_TICKS && bytes > 0 {
+            info!("idle test passed: {ticks} timer ticks, {bytes} console bytes received");
+            Chosen::exit_success();
         }
     }
 }

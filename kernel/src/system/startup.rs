@@ -4,20 +4,21 @@
 //! must never restore a checkpoint it cannot vouch for (another app's, or one that
 //! fails its checks): it stops boot and says why instead.
 
-use super::{
-    app, map_task_threads, next_or_idle, now_ticks, Board, TaskImage, KERNEL, MAX_TASKS, PERSIST,
-    TICK_BASE, TICK_MS,
-};
-use crate::board;
+use super::{Machine, System, SystemNvm, PERSIST_TIMEOUT_MS, SYSTEM};
+use crate::app::{self, TaskImage};
+use crate::arch;
+use crate::board::{Board, Chosen};
 use crate::bootargs::{BootArgs, MemTrack};
-use crate::checkpoint::{app_fingerprint, memory_page, Meta, Persist, MEMORY_KIND};
 use crate::exit::ExitCode;
+use crate::kmain::fatal;
 use crate::pages::{Pages, ALL_PAGES, PAGES};
-use crate::task::SystemNvm;
+use crate::writer::{app_fingerprint, memory_page, CheckpointWriter, Meta, MEMORY_KIND};
 use alloc::vec::Vec;
 use amber_abi::Rights;
 use amber_ckpt::{ItemId, Manager};
-use amber_core::{MemKind, RegionSpec, TaskSpec};
+use amber_core::{
+    CheckpointConfig, CheckpointEvent, Kernel, MemKind, RegionSpec, TaskSpec, MAX_TASKS,
+};
 use amber_format::NvmHeader;
 use log::{info, warn};
 
@@ -26,55 +27,44 @@ use log::{info, warn};
 /// (`formatted`) gets a fresh checkpoint area too: nothing of before survives a
 /// format. Never returns.
 pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &BootArgs) -> ! {
-    // From here on the kernel runs with interrupts off except while idling in `wfi`,
-    // so the statics are never locked by interrupted code.
-    riscv::interrupt::disable();
-    board::enable_user_counters();
+    // From here on the kernel runs with interrupts off except while idling, so the
+    // system lock is never held by interrupted code.
+    arch::interrupts_off();
+    Chosen::enable_user_counters();
     let tasks = app::TASKS;
-    if tasks.len() > MAX_TASKS {
-        panic!(
-            "app {} has {} tasks, more than {MAX_TASKS}",
-            app::APP_NAME,
-            tasks.len()
-        );
-    }
     info!("app {}: {}", app::APP_NAME, app::APP_DESCRIPTION);
     for t in tasks {
         load_code(t);
     }
     let area = header.superblock.kernel_area;
     let fingerprint = app_fingerprint(tasks);
-    let recovered = if formatted {
+    let mut sys = SYSTEM.lock();
+    let mgr = if formatted {
         format_area(&mut nvm, area)
     } else {
-        recover(&mut nvm, area, tasks, fingerprint)
+        recover(&mut nvm, area, tasks, fingerprint, &mut sys)
     };
-    let mut persist = Persist {
+    let committed = mgr.committed().0;
+    if committed == 0 {
+        boot_fresh(&mut sys.kernel, tasks);
+    }
+    sys.writer = Some(CheckpointWriter {
         nvm,
-        mgr: recovered,
+        mgr,
         memtrack: args.memtrack,
-        mem_dirty: [0; MAX_TASKS],
-        interval: app::CHECKPOINT_MS.div_ceil(TICK_MS),
-        since: 0,
+        mem_dirty: [if committed == 0 { ALL_PAGES } else { 0 }; MAX_TASKS],
         app: fingerprint,
         totals: Default::default(),
-    };
-    let restored = persist.committed().0 > 0;
-    if !restored {
-        boot_fresh(tasks);
-        let mut k = KERNEL.lock();
-        k.mark_all_dirty();
-        persist.mem_dirty = [ALL_PAGES; MAX_TASKS];
-        match persist.take(&mut k, tasks, now_ticks()) {
-            Ok(t) => info!(
-                "fresh start: app {} booted and checkpoint {} committed ({} NVM bytes, {} instructions)",
-                app::APP_NAME,
-                t.stats.version.0,
-                t.stats.nvm_bytes,
-                t.instructions
-            ),
-            Err(e) => crate::boot::fatal(ExitCode::NvmIo, format_args!("first checkpoint failed: {e}")),
-        }
+    });
+    sys.kernel.configure_checkpoints(CheckpointConfig {
+        interval_ticks: app::CHECKPOINT_MS.div_ceil(Chosen::TICK_MS),
+        persist_timeout_ticks: PERSIST_TIMEOUT_MS.div_ceil(Chosen::TICK_MS).into(),
+        committed,
+        power_failure_at: args.pfi,
+    });
+    sys.map_task_threads();
+    if committed == 0 {
+        sys.checkpoint(CheckpointEvent::Booted);
     }
     let tracking = match args.memtrack {
         MemTrack::Protect => "PMP write protection",
@@ -84,13 +74,12 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
         0 => info!("checkpoints: only when a task asks, task memory tracked by {tracking}"),
         ms => info!("checkpoints: every {ms} ms, task memory tracked by {tracking}"),
     }
-    *PERSIST.lock() = Some(persist);
-    *super::PFI_AT.lock() = args.pfi;
-    map_task_threads(&KERNEL.lock());
-    if restored {
-        super::restore_phase(&mut KERNEL.lock());
+    if committed > 0 {
+        sys.checkpoint(CheckpointEvent::Restored);
     }
-    next_or_idle()
+    let next = sys.next();
+    drop(sys);
+    super::run(next)
 }
 
 /// Recovers the committed checkpoint into the kernel and task memory, if there is
@@ -100,13 +89,14 @@ fn recover(
     area: amber_format::Region,
     tasks: &'static [TaskImage],
     fingerprint: u32,
+    sys: &mut System,
 ) -> Manager {
-    let start = riscv::register::minstret::read64();
+    let start = Chosen::counter();
     match Manager::recover(nvm, area) {
         Ok((mgr, report)) if mgr.committed().0 > 0 => {
             let meta = Meta::decode(&mgr.meta());
             if meta.app != fingerprint {
-                crate::boot::fatal(
+                fatal(
                     ExitCode::NvmRefused,
                     format_args!(
                         "the NVM holds a checkpoint of another app (fingerprint {:#010x}, this \
@@ -124,13 +114,12 @@ fn recover(
                     report.resumed.0
                 );
             }
-            restore(nvm, &mgr, tasks);
-            *TICK_BASE.lock() = meta.ticks;
-            KERNEL.lock().signal_restored(&mut Board);
+            restore(nvm, &mgr, tasks, &mut sys.kernel);
+            sys.tick_base = meta.ticks;
             info!(
                 "recovered checkpoint {} in {} instructions ({} uncommitted descriptors erased)",
                 mgr.committed().0,
-                riscv::register::minstret::read64() - start,
+                Chosen::counter() - start,
                 report.erased_uncommitted
             );
             mgr
@@ -138,7 +127,7 @@ fn recover(
         // Nothing committed yet: the app boots fresh below.
         Ok((mgr, _)) => mgr,
         Err(e) if e.is_unformatted() => format_area(nvm, area),
-        Err(e) => crate::boot::fatal(
+        Err(e) => fatal(
             ExitCode::NvmRefused,
             format_args!(
                 "cannot recover from the NVM: {e}. The checkpoint area was not changed; \
@@ -151,27 +140,26 @@ fn recover(
 /// A manager over a freshly formatted, empty checkpoint area.
 fn format_area(nvm: &mut SystemNvm, area: amber_format::Region) -> Manager {
     Manager::format(nvm, area).unwrap_or_else(|e| {
-        crate::boot::fatal(
+        fatal(
             ExitCode::NvmIo,
             format_args!("cannot format the checkpoint area: {e}"),
         )
     })
 }
 
-/// Copies a task's code (read-only, never checkpointed) to its place.
+/// Copies a task's code (read-only, never checkpointed) to its place, through the
+/// data bus (the board's code alias).
 fn load_code(t: &TaskImage) {
     for (addr, bytes) in t.segments {
         if *addr >= t.code.0 && *addr < t.code.0 + t.code.1 {
-            // SAFETY: xtask placed every task's code in DRAM above the kernel image,
+            let at = *addr - Chosen::MAP.code_alias;
+            // SAFETY: xtask placed every task's code in the board's task code range,
             // disjoint from the kernel and from other tasks, and checked the segment
-            // lies inside it.
-            unsafe {
-                core::ptr::copy_nonoverlapping(bytes.as_ptr(), *addr as *mut u8, bytes.len())
-            };
+            // lies inside it; `at` is where the data bus sees it.
+            unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
         }
     }
-    // SAFETY: `fence.i` only orders instruction fetches after the stores above.
-    unsafe { core::arch::asm!("fence.i") };
+    arch::sync_instructions();
 }
 
 /// Zeroes a task's RAM and copies its initial data in (a fresh start).
@@ -201,7 +189,7 @@ fn task_regions(t: &TaskImage) -> [RegionSpec; 2] {
 }
 
 /// Boots the app from its image: fresh RAM, fresh kernel objects.
-fn boot_fresh(tasks: &'static [TaskImage]) {
+fn boot_fresh(kernel: &mut Kernel, tasks: &'static [TaskImage]) {
     let mut regions = [[task_regions(&tasks[0])[0]; 2]; MAX_TASKS];
     for (i, t) in tasks.iter().enumerate() {
         load_ram(t);
@@ -220,19 +208,18 @@ fn boot_fresh(tasks: &'static [TaskImage]) {
             fault: t.fault,
         })
         .collect();
-    KERNEL
-        .lock()
+    kernel
         .boot(&list)
         .unwrap_or_else(|e| panic!("app {}: cannot boot its tasks: {e:?}", app::APP_NAME));
 }
 
 /// Restores task memory and kernel objects from the committed checkpoint.
-fn restore(nvm: &mut SystemNvm, mgr: &Manager, tasks: &'static [TaskImage]) {
+fn restore(nvm: &mut SystemNvm, mgr: &Manager, tasks: &'static [TaskImage], kernel: &mut Kernel) {
     let mut records: Vec<(u16, Vec<u8>)> = Vec::new();
     let items: Vec<(ItemId, u8, u32)> = mgr.live_items().collect();
     for (id, kind, len) in items {
         let refuse = |why: &dyn core::fmt::Display| -> ! {
-            crate::boot::fatal(
+            fatal(
                 ExitCode::NvmRefused,
                 format_args!("cannot restore item {}: {why}", id.0),
             )
@@ -257,13 +244,13 @@ fn restore(nvm: &mut SystemNvm, mgr: &Manager, tasks: &'static [TaskImage]) {
             records.push((id.0, buf));
         }
     }
-    let mut k = KERNEL.lock();
-    k.restore_into(records.iter().map(|(i, b)| (*i, b.as_slice())), &mut Board)
+    let records = records.iter().map(|(i, b)| (*i, b.as_slice()));
+    kernel
+        .restore_into(records, &mut Machine { now: 0 })
         .unwrap_or_else(|e| {
-            crate::boot::fatal(
+            fatal(
                 ExitCode::NvmRefused,
                 format_args!("the checkpointed kernel objects do not form a valid system: {e:?}"),
             )
         });
-    k.clear_dirty();
 }

@@ -1,0 +1,43 @@
+//! The app the kernel was built with: its tasks as `cargo xtask` generated them from
+//! the app description (`AMBER_APP`, see `build.rs`), or none. Data only; it must
+//! never be changed at run time.
+
+use amber_core::{CapSpec, FaultPolicy};
+
+/// One task of the app.
+pub struct TaskImage {
+    pub name: &'static str,
+    pub priority: u8,
+    pub entry: u32,
+    /// (base, length) of the task's code and read-only data, at its instruction-bus
+    /// address.
+    pub code: (u32, u32),
+    /// (base, length) of the task's data, bss and stack.
+    pub ram: (u32, u32),
+    pub stack_top: u32,
+    pub fault: FaultPolicy,
+    /// (load address, bytes) of every loadable segment.
+    pub segments: &'static [(u32, &'static [u8])],
+    pub caps: &'static [CapSpec<'static>],
+}
+
+#[cfg(amber_app)]
+mod generated {
+    use super::TaskImage;
+    include!(env!("AMBER_APP_RS"));
+}
+
+#[cfg(not(amber_app))]
+mod generated {
+    use super::TaskImage;
+    pub const APP_NAME: &str = "(none)";
+    pub const APP_DESCRIPTION: &str = "";
+    pub const CHECKPOINT_MS: u32 = 0;
+    pub static TASKS: &[TaskImage] = &[];
+}
+
+pub use generated::{APP_DESCRIPTION, APP_NAME, CHECKPOINT_MS, TASKS};
+
+// An app with more tasks than the kernel holds is refused by `cargo xtask`; this
+// stops one that bypassed it at build time, not at boot.
+const _: () = assert!(TASKS.len() <= amber_core::MAX_TASKS);

@@ -1,0 +1,363 @@
+//! The running system: the one owner of the kernel's run-time state ([`System`], behind
+//! one lock, as Hubris keeps its task table), and the trap handler that drives it.
+//!
+//! Every trap takes the lock once, turns the trap into `amber_core::Kernel` calls and
+//! board events, reports what happened to the checkpoint cycle and does what the
+//! cycle asks (write a checkpoint, halt), then runs the current task, or idles with
+//! interrupts on until one can run. The lock is taken only with interrupts off (in
+//! trap handlers and between idle sleeps), so it is never contended; holding it is
+//! what lets the code below touch the kernel, the checkpoint writer and the PMP cache
+//! together, and no other lock nests inside it but the console's. `startup` brings
+//! the app up at boot and `task_memory` keeps task memory protected and tracked. None
+//! of it decides policy (who runs, who may do what, when to checkpoint):
+//! `amber_core` does.
+
+mod startup;
+mod task_memory;
+
+pub use startup::start;
+
+use crate::app;
+use crate::arch::{self, Trap, TrapHandler};
+use crate::board::{Board, Chosen, Event};
+use crate::cut::CutNvm;
+use crate::exit::ExitCode;
+use crate::kmain::fatal;
+use crate::writer::{CheckpointWriter, Written};
+use amber_core::{
+    Attempt, Cause, CheckpointEvent, Context, Fault, Halt, HaltOutcome, Kernel, Platform, Step,
+    ThreadId, MAX_TASKS,
+};
+use log::{error, info};
+use task_memory::{PmpCache, TaskMemory};
+
+/// The NVM as the running system uses it: the board's device, cut where asked.
+pub type SystemNvm = CutNvm<<Chosen as Board>::Nvm>;
+
+/// Print checkpoint totals every this many checkpoints.
+const REPORT_EVERY: u64 = 500;
+/// The longest a persist phase may last (then it is given up, and no checkpoint taken).
+const PERSIST_TIMEOUT_MS: u32 = 500;
+
+/// The kernel's run-time state, all of it.
+pub struct System {
+    pub kernel: Kernel,
+    /// Writes checkpoints; set once the app is up (booted or restored).
+    pub writer: Option<CheckpointWriter<SystemNvm>>,
+    /// Ticks since boot, and the absolute tick count at boot (the committed tick count
+    /// of the checkpoint resumed from).
+    ticks: u64,
+    tick_base: u64,
+    /// Bytes received on the console since boot.
+    console_bytes: u32,
+    /// The thread of each task, by task index: filled once the kernel is booted or
+    /// restored, so the trap path maps a thread to its task without comparing names.
+    threads: [Option<ThreadId>; MAX_TASKS],
+    /// What the PMP holds, and each task's last image.
+    pmp: PmpCache,
+}
+
+static SYSTEM: spin::Mutex<System> = spin::Mutex::new(System {
+    kernel: Kernel::new(),
+    writer: None,
+    ticks: 0,
+    tick_base: 0,
+    console_bytes: 0,
+    threads: [None; MAX_TASKS],
+    pmp: PmpCache::EMPTY,
+});
+
+/// Runs `f` on the system state, with interrupts off.
+pub fn with_system<R>(f: impl FnOnce(&mut System) -> R) -> R {
+    arch::without_interrupts(|| f(&mut SYSTEM.lock()))
+}
+
+/// The machine as the core sees it.
+struct Machine {
+    /// Absolute ticks now.
+    now: u64,
+}
+
+impl Platform for Machine {
+    fn console(&mut self, task: &str, bytes: &[u8]) {
+        crate::console::task_output(task, bytes);
+    }
+
+    fn irq_enable(&mut self, irq: u32) {
+        if !Chosen::irq_enable(irq) {
+            log::warn!("interrupt {irq} cannot be enabled on this board");
+        }
+    }
+
+    fn irq_complete(&mut self, irq: u32) {
+        Chosen::irq_complete(irq);
+    }
+
+    fn now_ticks(&self) -> u64 {
+        self.now
+    }
+
+    fn counter(&self) -> u64 {
+        Chosen::counter()
+    }
+}
+
+impl System {
+    /// Absolute ticks.
+    fn now_ticks(&self) -> u64 {
+        self.tick_base + self.ticks
+    }
+
+    /// The kernel, the task memory as the kernel writes it (marking what it writes
+    /// dirty), and the machine.
+    fn parts(&mut self) -> (&mut Kernel, TaskMemory<'_>, Machine) {
+        let now = self.now_ticks();
+        let mem = TaskMemory {
+            dirty: self.writer.as_mut().map(|w| &mut w.mem_dirty),
+        };
+        (&mut self.kernel, mem, Machine { now })
+    }
+
+    /// Ticks and console bytes since boot (the idle test's evidence).
+    pub fn activity(&self) -> (u64, u32) {
+        (self.ticks, self.console_bytes)
+    }
+
+    /// Records which thread runs each task (after boot or restore).
+    fn map_task_threads(&mut self) {
+        for (i, img) in app::TASKS.iter().enumerate() {
+            self.threads[i] = self.kernel.thread_by_name(img.name);
+        }
+    }
+
+    fn task_index(&self, t: ThreadId) -> Option<usize> {
+        self.threads.iter().position(|&x| x == Some(t))
+    }
+
+    /// An interrupt: the board decodes it into events.
+    fn interrupt(&mut self, cause: u32) {
+        Chosen::claim(cause, |event| self.event(event));
+    }
+
+    fn event(&mut self, event: Event) {
+        match event {
+            Event::Tick => {
+                self.ticks += 1;
+                let (k, _, mut m) = self.parts();
+                k.tick(&mut m);
+                self.checkpoint(CheckpointEvent::Tick);
+            }
+            Event::Irq(irq) => {
+                if !self.kernel.irq(irq) {
+                    error!("interrupt {irq} has no owner; left masked");
+                }
+            }
+            Event::PowerFailure => self.checkpoint(CheckpointEvent::PowerFailure),
+            Event::ConsoleInput(byte) => {
+                self.console_bytes += 1;
+                info!("console: received byte {byte:#04x}");
+            }
+        }
+    }
+
+    /// The current task's `ecall`.
+    fn syscall(&mut self) {
+        let (k, mut mem, mut m) = self.parts();
+        k.syscall(&mut mem, &mut m);
+        self.checkpoint(CheckpointEvent::Syscall);
+    }
+
+    /// The current task's exception: a first store to clean memory, or a fault.
+    fn fault(&mut self, fault: Fault, addr: u32) {
+        if fault == Fault::StoreAccess && self.first_write(addr) {
+            return;
+        }
+        let report = self.kernel.fault(fault, addr);
+        error!("{report}");
+    }
+
+    /// Tells the checkpoint cycle of `event` and does what it asks, until it says
+    /// to run on.
+    #[inline(always)]
+    fn checkpoint(&mut self, event: CheckpointEvent) {
+        let (k, mut mem, m) = self.parts();
+        match k.checkpoint_event(event, &mut mem, &m) {
+            Step::Run => {}
+            step => self.follow(step),
+        }
+    }
+
+    /// Does what the checkpoint cycle asks, until it says to run on.
+    #[inline(never)]
+    fn follow(&mut self, mut step: Step) {
+        let mut last = None;
+        loop {
+            step = match step {
+                Step::Run => return,
+                Step::Write(attempt) => {
+                    last = self.write(&attempt);
+                    let version = last.as_ref().map(|w| w.stats.version.0);
+                    let (k, mut mem, _) = self.parts();
+                    k.checkpoint_written(attempt, version, &mut mem)
+                }
+                Step::Halt(halt) => self.halt(halt, last),
+            }
+        }
+    }
+
+    /// Writes the checkpoint `attempt` asks for (the world is stopped: interrupts are
+    /// off), and reports it; `None` when it failed.
+    fn write(&mut self, attempt: &Attempt) -> Option<Written> {
+        let ticks = self.now_ticks();
+        let writer = self.writer.as_mut()?;
+        let why = attempt.cause().as_str();
+        match writer.write(&self.kernel, app::TASKS, ticks) {
+            Ok(w) => {
+                log::debug!(
+                    "checkpoint {} ({why}): {} items, {} data bytes, {} NVM bytes, {} instructions",
+                    w.stats.version.0,
+                    w.stats.items_written,
+                    w.stats.data_bytes,
+                    w.stats.nvm_bytes,
+                    w.instructions
+                );
+                if attempt.cause() == Cause::Boot {
+                    info!(
+                        "fresh start: app {} booted and checkpoint {} committed ({} NVM bytes, {} instructions)",
+                        app::APP_NAME,
+                        w.stats.version.0,
+                        w.stats.nvm_bytes,
+                        w.instructions
+                    );
+                }
+                let t = &writer.totals;
+                if t.checkpoints.is_multiple_of(REPORT_EVERY) {
+                    info!(
+                        "checkpoints: {} since boot, last version {}, mean pause {} instructions, mean {} NVM bytes for {} data bytes",
+                        t.checkpoints,
+                        w.stats.version.0,
+                        t.instructions / t.checkpoints,
+                        t.nvm_bytes / t.checkpoints,
+                        t.data_bytes / t.checkpoints
+                    );
+                }
+                Some(w)
+            }
+            Err(e) if attempt.cause() == Cause::Boot => fatal(
+                ExitCode::NvmIo,
+                format_args!("first checkpoint failed: {e}"),
+            ),
+            Err(e) => {
+                error!("checkpoint ({why}) failed: {e}; the changes stay marked and are retried");
+                None
+            }
+        }
+    }
+
+    /// The end of a power failure: reports what the persist phase and the checkpoint
+    /// cost since the interrupt, against their bound, and halts.
+    fn halt(&self, halt: Halt, written: Option<Written>) -> ! {
+        let version = self.writer.as_ref().map_or(0, |w| w.committed().0);
+        let total = Chosen::counter() - halt.interrupted_at;
+        match halt.outcome {
+            HaltOutcome::NothingToSave => info!(
+                "power failure during boot, before checkpoints are set up: nothing to save; halting"
+            ),
+            HaltOutcome::GaveUp => {
+                info!("power failure: halting with checkpoint {version} as the last committed")
+            }
+            HaltOutcome::Committed | HaltOutcome::Failed => {
+                match halt.persisted {
+                    Some(p) => info!(
+                        "power failure: persist callbacks took {} instructions (declared bound {})",
+                        p.counted, p.declared_bound
+                    ),
+                    None => info!("power failure: 0 persist callbacks registered"),
+                }
+                match written {
+                    Some(w) => {
+                        let declared = halt.persisted.map_or(0, |p| p.declared_bound);
+                        let bound = checkpoint_bound();
+                        info!(
+                            "power failure: persist and checkpoint bound {} instructions (persist {declared} declared + checkpoint {bound})",
+                            declared + bound
+                        );
+                        info!(
+                            "power failure: checkpoint {} committed in {} instructions, {} NVM bytes; {total} instructions since the interrupt; halting",
+                            w.stats.version.0, w.instructions, w.stats.nvm_bytes
+                        )
+                    }
+                    None => info!(
+                        "power failure: checkpoint FAILED; halting with checkpoint {version} as the last committed"
+                    ),
+                }
+            }
+        }
+        Chosen::exit_success()
+    }
+
+    /// The context of the task to run next, with the PMP set for it; `None` when no
+    /// task is ready.
+    fn next(&mut self) -> Option<*mut Context> {
+        let t = self.kernel.current()?;
+        self.program_pmp(t);
+        // `context_mut` marks the thread dirty: it is about to run and change.
+        Some(self.kernel.context_mut(t) as *mut Context)
+    }
+}
+
+/// A bound on the instructions one checkpoint of this app takes: every kernel object
+/// and every byte of task RAM dirty. The constants are the benchmark's measured costs
+/// (`cargo xtask bench`, checkpoint section: 2,963 for an idle checkpoint, about 4,770
+/// per dirty 182-byte record, about 12 per dirty memory byte), scaled up for the
+/// largest record (a 269-byte CapGroup) and given a margin of a quarter or more; they
+/// are measurements, not a proof.
+fn checkpoint_bound() -> u64 {
+    const FIXED: u64 = 4_000;
+    const PER_OBJECT: u64 = 8_000;
+    const PER_RAM_BYTE: u64 = 16;
+    let ram: u64 = app::TASKS.iter().map(|t| u64::from(t.ram.1)).sum();
+    FIXED + PER_OBJECT * amber_core::MAX_OBJECTS as u64 + PER_RAM_BYTE * ram
+}
+
+/// The kernel's half of the trap contract.
+pub struct Traps;
+
+impl TrapHandler for Traps {
+    fn user_trap(trap: Trap) -> ! {
+        let next = {
+            let mut sys = SYSTEM.lock();
+            match trap {
+                Trap::Interrupt(cause) => sys.interrupt(cause),
+                Trap::Syscall => sys.syscall(),
+                Trap::Fault { fault, addr } => sys.fault(fault, addr),
+            }
+            sys.next()
+        };
+        run(next)
+    }
+
+    fn kernel_interrupt(cause: u32) {
+        SYSTEM.lock().interrupt(cause);
+    }
+}
+
+/// Runs the task whose context is `next`; with none, idles until a task is ready.
+/// Never returns.
+fn run(mut next: Option<*mut Context>) -> ! {
+    loop {
+        if let Some(ctx) = next {
+            // SAFETY: the context lives in the static kernel and the PMP was just set
+            // for its task.
+            unsafe { arch::resume_user(ctx) }
+        }
+        // Nothing runnable: sleep until an interrupt makes something so.
+        arch::wait_for_interrupt();
+        next = SYSTEM.lock().next();
+    }
+}
+
+/// Whether the app has any task.
+pub fn have_tasks() -> bool {
+    !app::TASKS.is_empty()
+}

@@ -1,0 +1,170 @@
+//! Task memory as the kernel touches and protects it: user memory access on a task's
+//! behalf (which marks the pages it writes dirty), the first-store trap that makes a
+//! clean page dirty, and the PMP programming that maps each task's regions, with clean
+//! RAM pages read-only. It must never widen a task's access beyond what its regions
+//! and capabilities grant.
+
+use super::System;
+use crate::app::{TaskImage, TASKS};
+use crate::arch::pmp;
+use crate::bootargs::MemTrack;
+use crate::pages::{PageMask, Pages, ALL_PAGES, PAGES};
+use crate::pmp::{PmpImage, TorRegion, MAX_REGIONS};
+use amber_abi::Rights;
+use amber_core::{RegionSpec, ThreadId, UserMemory, MAX_TASKS};
+use log::error;
+
+fn pages(t: &TaskImage) -> Pages {
+    Pages::new(t.ram.0, t.ram.1)
+}
+
+/// User memory as the core sees it: plain physical addresses, already validated by the
+/// core against the calling task's regions. Writes mark the task memory dirty, since
+/// the kernel's own stores do not go through PMP.
+pub(super) struct TaskMemory<'a> {
+    pub(super) dirty: Option<&'a mut [PageMask; MAX_TASKS]>,
+}
+
+impl UserMemory for TaskMemory<'_> {
+    fn read(&mut self, addr: u32, buf: &mut [u8]) {
+        // SAFETY: the core checked `[addr, addr + len)` lies in a region the task may
+        // read, which is RAM outside the kernel image.
+        unsafe { core::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len()) }
+    }
+
+    fn write(&mut self, addr: u32, data: &[u8]) {
+        let owner = TASKS
+            .iter()
+            .map(pages)
+            .enumerate()
+            .find(|(_, p)| p.contains(addr));
+        if let (Some(dirty), Some((t, pages))) = (self.dirty.as_deref_mut(), owner) {
+            dirty[t] |= pages.touched(addr, data.len() as u32);
+        }
+        // SAFETY: as in `read`, for a region the task may write.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) }
+    }
+}
+
+/// What a PMP image was computed for: the task, the kernel's memory epoch, which of its
+/// RAM pages were writable, and whether the RAM was split into pages. The PMP is
+/// rewritten only when one of them changes.
+type PmpKey = (ThreadId, u32, PageMask, bool);
+
+/// What the PMP holds, and the last image computed for each task: a task switch
+/// between tasks whose layouts did not change only rewrites the CSRs.
+pub(super) struct PmpCache {
+    current: Option<PmpKey>,
+    images: [Option<(PmpKey, PmpImage)>; MAX_TASKS],
+}
+
+impl PmpCache {
+    pub(super) const EMPTY: PmpCache = PmpCache {
+        current: None,
+        images: [None; MAX_TASKS],
+    };
+}
+
+impl System {
+    /// A store to clean, write-protected task memory at `addr`: marks the page dirty
+    /// (every page, when the PMP maps the task's RAM whole) and lets the store run
+    /// again (the pc still points at it). False for a real fault.
+    pub(super) fn first_write(&mut self, addr: u32) -> bool {
+        let Some(i) = self.kernel.current().and_then(|t| self.task_index(t)) else {
+            return false;
+        };
+        let pages = pages(&TASKS[i]);
+        let Some(w) = self.writer.as_mut() else {
+            return false;
+        };
+        let clean = pages.present() & !w.mem_dirty[i];
+        if w.memtrack != MemTrack::Protect || !pages.contains(addr) || clean == 0 {
+            return false;
+        }
+        let split = self.pmp.current.is_some_and(|(_, _, _, split)| split);
+        let touched = if split {
+            pages.touched(addr, 4)
+        } else {
+            pages.present()
+        };
+        if touched & clean == 0 {
+            return false;
+        }
+        // The PMP key changes with the writable pages: the next run reprograms it.
+        w.mem_dirty[i] |= touched;
+        true
+    }
+
+    /// Programs the PMP for `t` unless it already holds `t`'s regions. With write
+    /// protection on, clean pages of the task's RAM are mapped read-only so that the
+    /// first store to each traps. When the pages do not fit beside the task's other
+    /// regions, the RAM is mapped whole (writable only once every page is dirty).
+    pub(super) fn program_pmp(&mut self, t: ThreadId) {
+        let index = self.task_index(t);
+        let writable = match (self.writer.as_ref(), index) {
+            (Some(w), Some(i)) if w.memtrack == MemTrack::Protect => w.mem_dirty[i],
+            _ => ALL_PAGES,
+        };
+        let k = &self.kernel;
+        let epoch = k.memory_epoch();
+        // The split depends only on the task's regions, which change only with the epoch.
+        let same = |key: &PmpKey| (key.0, key.1, key.2) == (t, epoch, writable);
+        if self.pmp.current.as_ref().is_some_and(same) {
+            return;
+        }
+        // A task switch back to a task whose layout has not changed: reuse its image.
+        if let Some(Some((key, image))) = index.map(|i| &self.pmp.images[i]) {
+            if same(key) {
+                pmp::write(image);
+                self.pmp.current = Some(*key);
+                return;
+            }
+        }
+        let ram = index.map(|i| TASKS[i].ram);
+        let pages = index.map(|i| pages(&TASKS[i]));
+        let own_ram = |r: &RegionSpec| ram == Some((r.base, r.len));
+        let others = k.regions(t).filter(|r| !own_ram(r)).count();
+        let split = pages.is_some() && others + PAGES <= MAX_REGIONS;
+        let key = (t, epoch, writable, split);
+        let mut regions: heapless::Vec<TorRegion, MAX_REGIONS> = heapless::Vec::new();
+        let mut push =
+            |base: u32, len: u32, read: bool, write: bool, exec: bool| match TorRegion::new(
+                base, len, read, write, exec,
+            ) {
+                Ok(region) if regions.push(region).is_ok() => {}
+                _ => error!(
+                    "task {}: region {base:#x}+{len:#x} cannot be mapped",
+                    k.task_name(t)
+                ),
+            };
+        for r in k.regions(t) {
+            let (read, write, exec) = (
+                r.rights.contains(Rights::READ),
+                r.rights.contains(Rights::WRITE),
+                r.rights.contains(Rights::EXEC),
+            );
+            match pages.filter(|_| own_ram(&r)) {
+                Some(pg) if split => {
+                    for p in (0..PAGES).filter(|&p| pg.present() & 1 << p != 0) {
+                        let (base, len) = pg.page(p);
+                        push(base, len, read, write && writable & 1 << p != 0, exec);
+                    }
+                }
+                Some(pg) => push(
+                    r.base,
+                    r.len,
+                    read,
+                    write && writable & pg.present() == pg.present(),
+                    exec,
+                ),
+                None => push(r.base, r.len, read, write, exec),
+            }
+        }
+        let image = PmpImage::layout(&regions).unwrap_or(PmpImage::EMPTY);
+        pmp::write(&image);
+        self.pmp.current = Some(key);
+        if let Some(i) = index {
+            self.pmp.images[i] = Some((key, image));
+        }
+    }
+}
