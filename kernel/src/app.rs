@@ -33,10 +33,13 @@ mod generated {
     pub const APP_NAME: &str = "(none)";
     pub const APP_DESCRIPTION: &str = "";
     pub const CHECKPOINT_MS: u32 = 0;
+    pub const NVM_SIZE: u32 = 0;
     pub static TASKS: &[TaskImage] = &[];
 }
 
-pub use generated::{APP_DESCRIPTION, APP_NAME, CHECKPOINT_MS, TASKS};
+/// The app's name, description, periodic checkpoint interval, the NVM size its eternal
+/// memory was placed for (0: it has none), and its tasks.
+pub use generated::{APP_DESCRIPTION, APP_NAME, CHECKPOINT_MS, NVM_SIZE, TASKS};
 
 // An app with more tasks than the kernel holds is refused by `cargo xtask`; this
 // stops one that bypassed it at build time, not at boot.

@@ -19,10 +19,10 @@
 //!
 //! Layers, each using only those below it: `kmain` (the boot sequence) and `system`
 //! (the one owner of run-time state, the trap handler) at the top; `writer` (what a
-//! checkpoint holds), `console`, `heap`, `ckbench` beneath; the portable `bootargs`,
-//! `cut`, `exit`, `pages`, `pmp` and `app` (the generated task table); and at the
-//! bottom `board` (the board contract and its one implementation) and `arch` (the CPU
-//! and the trap contract), which name nothing above them.
+//! checkpoint holds), `console`, `heap`, `ckbench` beneath; then `board` (the board
+//! contract and its implementation) and `arch` (the CPU and the trap contract), which
+//! name nothing above them; and at the bottom the portable `bootargs`, `cut`, `exit`,
+//! `pages`, `pmp_layout` and `app` (the generated task table).
 
 #![cfg_attr(target_os = "none", no_std)]
 
@@ -30,7 +30,7 @@ pub mod bootargs;
 pub mod cut;
 pub mod exit;
 pub mod pages;
-pub mod pmp;
+pub mod pmp_layout;
 
 #[cfg(target_os = "none")]
 extern crate alloc;

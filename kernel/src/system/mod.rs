@@ -31,6 +31,9 @@ use amber_core::{
 use log::{error, info};
 use task_memory::{PmpCache, TaskMemory};
 
+// The PMP layout fills this many entries; the board must have them.
+const _: () = assert!(Chosen::MAP.pmp_entries >= crate::pmp_layout::PMP_ENTRIES);
+
 /// The NVM as the running system uses it: the board's device, cut where asked.
 pub type SystemNvm = CutNvm<<Chosen as Board>::Nvm>;
 

@@ -20,6 +20,7 @@ use amber_core::{
     CheckpointConfig, CheckpointEvent, Kernel, MemKind, RegionSpec, TaskSpec, MAX_TASKS,
 };
 use amber_format::NvmHeader;
+use amber_nvm::Nvm;
 use log::{info, warn};
 
 /// Recovers the system from the last committed checkpoint, or boots the app fresh and
@@ -33,6 +34,19 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
     Chosen::enable_user_counters();
     let tasks = app::TASKS;
     info!("app {}: {}", app::APP_NAME, app::APP_DESCRIPTION);
+    if app::NVM_SIZE != 0 && app::NVM_SIZE != nvm.size() {
+        fatal(
+            ExitCode::NvmRefused,
+            format_args!(
+                "app {} was built for an NVM of {} bytes (its eternal memory lies where that \
+                 NVM's areas are), and this NVM has {}: build it for this one (cargo xtask \
+                 run builds the app for the image it boots)",
+                app::APP_NAME,
+                app::NVM_SIZE,
+                nvm.size()
+            ),
+        );
+    }
     for t in tasks {
         load_code(t);
     }

@@ -9,7 +9,7 @@ use crate::app::{TaskImage, TASKS};
 use crate::arch::pmp;
 use crate::bootargs::MemTrack;
 use crate::pages::{PageMask, Pages, ALL_PAGES, PAGES};
-use crate::pmp::{PmpImage, TorRegion, MAX_REGIONS};
+use crate::pmp_layout::{PmpImage, TorRegion, MAX_REGIONS};
 use amber_abi::Rights;
 use amber_core::{RegionSpec, ThreadId, UserMemory, MAX_TASKS};
 use log::error;

@@ -1,30 +1,43 @@
 //! Image assembly: from an app description (`user/apps/NAME.toml`) to one bootable
 //! kernel ELF that carries its tasks.
 //!
-//! Each task is built in its own cargo invocation (so the kernel's single-core atomics
-//! never reach U-mode code), linked at the fixed addresses this file assigns, and its
-//! loadable bytes are extracted from the ELF. Then a Rust file describing every task
-//! (addresses, priority, fault policy, capabilities, and the bytes by `include_bytes!`)
-//! is generated, and the kernel is built with `AMBER_APP` pointing at it. This file
-//! must never guess: an unknown key, an overlapping or misaligned region, a segment
-//! outside its task's regions are errors naming the task.
+//! Tasks and the memory they share are placed where the board's memory map says
+//! (`amber_kernel::board`); an app that goes past a limit of the kernel
+//! (`amber_core`'s) is refused here, by name, rather than at boot. Each task is built
+//! in its own cargo invocation (so the kernel's single-core atomics never reach U-mode
+//! code), linked at its place, and told where each memory capability it holds lies
+//! (`AMBER_MEM_<NAME>` and `AMBER_MEM_<NAME>_LEN`, read with `amber_user::memory!`);
+//! its loadable bytes are extracted from the ELF. Then a Rust file describing every
+//! task (addresses, priority, fault policy, capabilities, and the bytes by
+//! `include_bytes!`) is generated, and the kernel is built with `AMBER_APP` pointing at
+//! it. This file must never guess: an unknown key, an overlapping or misaligned
+//! region, a segment outside its task's regions are errors naming the task.
 
+use amber_core::{MAX_NAME, MAX_OBJECTS, MAX_REGIONS, MAX_TASKS, NUM_PRIORITIES, SLOTS};
+use amber_format::Superblock;
+use amber_kernel::board::{MemoryMap, Range, BOARDS};
 use object::read::elf::{ElfFile32, FileHeader, ProgramHeader};
 use object::Endianness;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Where task code is placed (right above the kernel's 16 MiB) and where task RAM is.
-const CODE_BASE: u32 = 0x8100_0000;
-const RAM_BASE: u32 = 0x8180_0000;
-const RAM_END: u32 = 0x8700_0000;
-/// RAM for heap-managed MemObjs (`kind = "heap"` caps): above task RAM, never part of a
-/// task's own region, so it is left out of the checkpoint (its owner persists it).
-const HEAP_BASE: u32 = RAM_END;
-const HEAP_END: u32 = 0x8800_0000;
+/// The board apps are built for (`AMBER_BOARD` of the kernel build).
+pub const BOARD: &str = "qemu_virt";
 /// Regions are aligned to this (a multiple of the 4-byte PMP granule).
 const REGION_ALIGN: u32 = 256;
+/// Memory regions every task has of its own (code, RAM), besides its memory caps.
+const OWN_REGIONS: usize = 2;
+
+/// The memory map of [`BOARD`].
+pub fn board_map() -> &'static MemoryMap {
+    BOARDS
+        .iter()
+        .find(|(name, _)| *name == BOARD)
+        .map(|(_, map)| *map)
+        .expect("BOARD names a board of amber_kernel::board::BOARDS")
+}
 
 /// An app description.
 #[derive(Debug, Deserialize)]
@@ -36,6 +49,10 @@ pub struct App {
     /// Period of the periodic checkpoint in milliseconds (0 = none; default 10).
     #[serde(default = "default_checkpoint_ms")]
     pub checkpoint_ms: u32,
+    /// Memory the tasks share by name, in bytes: placed by xtask in the board's RAM
+    /// that no checkpoint copies, and granted by `heap` caps.
+    #[serde(default)]
+    pub memory: BTreeMap<String, u32>,
     pub tasks: Vec<Task>,
 }
 
@@ -88,27 +105,30 @@ pub enum Cap {
     },
     /// A notification; the same name in several tasks is the same object.
     Notification { name: String, rights: Vec<String> },
-    /// The interrupt `irq` of the PLIC, delivered to this task.
+    /// The interrupt `irq` of the board, delivered to this task.
     Irq { irq: u32 },
     /// A timer.
     Timer {},
-    /// A range of device registers, mapped through PMP.
+    /// A range of device registers, mapped through PMP; with a `name`, the task is
+    /// told where it is.
     Mmio {
+        #[serde(default)]
+        name: Option<String>,
         base: u32,
         len: u32,
         rights: Vec<String>,
     },
-    /// A range of eternal memory (NVM that is never rolled back), mapped through PMP.
-    Eternal {
-        base: u32,
-        len: u32,
-        rights: Vec<String>,
-    },
-    /// A range of heap-managed RAM in [0x8700_0000, 0x8800_0000), mapped through PMP:
-    /// never checkpointed (the heap service that owns it persists it itself).
+    /// An area of the NVM that is never rolled back (`ring` or `fram`, where the
+    /// superblock places them), mapped through PMP in the board's NVM window.
+    Eternal { area: String, rights: Vec<String> },
+    /// Shared memory of the app (`memory`), or `len` bytes of it from `offset`,
+    /// mapped through PMP: RAM no checkpoint copies (its owner persists it itself).
     Heap {
-        base: u32,
-        len: u32,
+        memory: String,
+        #[serde(default)]
+        offset: u32,
+        #[serde(default)]
+        len: Option<u32>,
         rights: Vec<String>,
     },
     /// A range of NVM.
@@ -126,21 +146,60 @@ pub struct Placed<'a> {
     pub task: &'a Task,
     pub code_base: u32,
     pub ram_base: u32,
+    /// Where each memory cap the task holds lies, by the name the task knows it by:
+    /// (name, base, length).
+    pub memory: Vec<(String, u32, u32)>,
+    /// The range of each of its caps that is a memory range, by slot.
+    pub ranges: Vec<Option<(u32, u32)>>,
 }
 
-/// Reads and checks an app description.
+/// Reads and checks an app description, refusing what the kernel would refuse at boot
+/// with the limit it would hit.
 pub fn load(path: &Path) -> Result<App, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let app: App = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bad_app = |why: String| Err(format!("{}: {why}", path.display()));
     if app.tasks.is_empty() {
-        return Err(format!(
-            "{}: an app needs at least one task",
-            path.display()
+        return bad_app("an app needs at least one task".into());
+    }
+    if app.tasks.len() > MAX_TASKS {
+        return bad_app(format!(
+            "{} tasks, but the kernel holds at most {MAX_TASKS} (amber_core::MAX_TASKS)",
+            app.tasks.len()
         ));
     }
-    for t in &app.tasks {
+    if let Some((name, len)) = app
+        .memory
+        .iter()
+        .find(|(_, len)| **len == 0 || *len % REGION_ALIGN != 0)
+    {
+        return bad_app(format!(
+            "memory `{name}` of {len} bytes must be a non-zero multiple of {REGION_ALIGN}"
+        ));
+    }
+    let objects = 1 + 2 * app.tasks.len() + kernel_objects_of_caps(&app);
+    if objects > MAX_OBJECTS {
+        return bad_app(format!(
+            "its tasks and capabilities need {objects} kernel objects, but the kernel holds \
+             at most {MAX_OBJECTS} (amber_core::MAX_OBJECTS)"
+        ));
+    }
+    for (i, t) in app.tasks.iter().enumerate() {
         let bad = |why: &str| Err(format!("{}: task `{}`: {why}", path.display(), t.name));
+        if t.name.is_empty() || t.name.len() > MAX_NAME {
+            return bad(&format!(
+                "a name is 1 to {MAX_NAME} bytes (amber_core::MAX_NAME)"
+            ));
+        }
+        if app.tasks[..i].iter().any(|e| e.name == t.name) {
+            return bad("two tasks have this name");
+        }
+        if t.priority >= NUM_PRIORITIES {
+            return bad(&format!(
+                "priority must be below {NUM_PRIORITIES} (amber_core::NUM_PRIORITIES)"
+            ));
+        }
         if t.fault != "end" && t.fault != "restart" {
             return bad("fault must be \"end\" or \"restart\"");
         }
@@ -150,14 +209,31 @@ pub fn load(path: &Path) -> Result<App, String> {
         if t.stack == 0 || t.stack % 16 != 0 || t.stack >= t.ram {
             return bad("stack must be a non-zero multiple of 16 bytes smaller than ram");
         }
+        if t.caps.len() > SLOTS {
+            return bad(&format!(
+                "{} capabilities, but a task has {SLOTS} slots (amber_core::SLOTS)",
+                t.caps.len()
+            ));
+        }
+        let regions = OWN_REGIONS + t.caps.iter().filter(|c| memory_name(c).is_some()).count();
+        if regions > MAX_REGIONS {
+            return bad(&format!(
+                "{regions} memory regions (code, RAM and memory capabilities), but PMP \
+                 confines a task to {MAX_REGIONS} (amber_core::MAX_REGIONS)"
+            ));
+        }
         if let Some(k) = t.env.keys().find(|k| {
             k.is_empty()
+                || k.starts_with("AMBER_MEM_")
                 || !k
                     .bytes()
                     .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
         }) {
-            return bad(&format!("env name `{k}` must be made of A-Z, 0-9 and _"));
+            return bad(&format!(
+                "env name `{k}` must be made of A-Z, 0-9 and _ (AMBER_MEM_ is xtask's)"
+            ));
         }
+        let mut names = Vec::new();
         for c in &t.caps {
             let rights = match c {
                 Cap::Endpoint { rights, .. }
@@ -174,48 +250,163 @@ pub fn load(path: &Path) -> Result<App, String> {
             {
                 return bad(&format!("unknown right `{r}` (read, write, grant)"));
             }
-            if let Cap::Mmio { base, len, .. }
-            | Cap::Eternal { base, len, .. }
-            | Cap::Heap { base, len, .. } = c
-            {
-                if base % 4 != 0 || len % 4 != 0 || *len == 0 {
+            match c {
+                Cap::Mmio { base, len, .. } if base % 4 != 0 || len % 4 != 0 || *len == 0 => {
                     return bad("a memory range must be non-empty and 4-byte aligned");
                 }
-            }
-            if let Cap::Heap { base, len, .. } = c {
-                if *base < HEAP_BASE || base.checked_add(*len).is_none_or(|end| end > HEAP_END) {
-                    return bad(&format!(
-                        "a heap range must lie in [{HEAP_BASE:#x}, {HEAP_END:#x})"
-                    ));
+                Cap::Eternal { area, .. } if !["ring", "fram"].contains(&area.as_str()) => {
+                    return bad(&format!("NVM area `{area}` does not exist (ring, fram)"));
                 }
+                Cap::Heap {
+                    memory,
+                    offset,
+                    len,
+                    ..
+                } => {
+                    let Some(&size) = app.memory.get(memory) else {
+                        return bad(&format!("memory `{memory}` is not in the app's `memory`"));
+                    };
+                    let len = len.unwrap_or(size.saturating_sub(*offset));
+                    if offset % 4 != 0 || len % 4 != 0 || len == 0 || offset + len > size {
+                        return bad(&format!(
+                            "a part of memory `{memory}` must be non-empty, 4-byte aligned and \
+                             inside its {size} bytes"
+                        ));
+                    }
+                }
+                _ => {}
+            }
+            if let Some(name) = memory_name(c).flatten() {
+                if names.contains(&name) {
+                    return bad(&format!("two memory capabilities are called `{name}`"));
+                }
+                names.push(name);
             }
         }
     }
     Ok(app)
 }
 
+/// The kernel objects the caps of `app` create at boot: endpoints and notifications
+/// once per name, every other cap (but a task cap) one each.
+fn kernel_objects_of_caps(app: &App) -> usize {
+    let mut named = std::collections::BTreeSet::new();
+    let mut new = 0;
+    for c in app.tasks.iter().flat_map(|t| &t.caps) {
+        match c {
+            Cap::Endpoint { name, .. } => named.insert(("endpoint", name)),
+            Cap::Notification { name, .. } => named.insert(("notification", name)),
+            Cap::Task { .. } => false,
+            _ => {
+                new += 1;
+                false
+            }
+        };
+    }
+    named.len() + new
+}
+
+/// For a memory capability, the name the task knows it by (if it has one); `None`
+/// for any other capability.
+fn memory_name(c: &Cap) -> Option<Option<&str>> {
+    match c {
+        Cap::Mmio { name, .. } => Some(name.as_deref()),
+        Cap::Eternal { area, .. } => Some(Some(area)),
+        Cap::Heap { memory, .. } => Some(Some(memory)),
+        _ => None,
+    }
+}
+
 fn align_up(x: u32, a: u32) -> u32 {
     x.div_ceil(a) * a
 }
 
-/// Assigns each task its code and RAM region, in the order of the description.
-pub fn place(app: &App) -> Result<Vec<Placed<'_>>, String> {
-    let mut code = CODE_BASE;
-    let mut ram = RAM_BASE;
+/// Assigns each task its code and RAM, in the order of the description, the app's
+/// shared memory its place in the board's never-checkpointed RAM, and every memory
+/// capability its range, for an NVM of `nvm_size` bytes (whose areas the superblock
+/// places, and the board maps at its NVM window).
+pub fn place(app: &App, nvm_size: u32) -> Result<Vec<Placed<'_>>, String> {
+    let map = board_map();
+    let full = |what: &str| format!("app `{}`: {what} does not fit on board {BOARD}", app.name);
+    let inside = |r: &Range, end: u32| end <= r.end();
+    let mut shared = BTreeMap::new();
+    let mut heap = map.heap_ram.base;
+    for (name, len) in &app.memory {
+        shared.insert(name.as_str(), heap);
+        heap += len;
+        if !inside(&map.heap_ram, heap) {
+            return Err(full("its shared memory"));
+        }
+    }
+    let mut code = map.task_code.base;
+    let mut ram = map.task_ram.base;
     let mut out = Vec::new();
     for task in &app.tasks {
+        let mut memory = Vec::new();
+        let mut ranges = Vec::new();
+        for c in &task.caps {
+            let range = match c {
+                Cap::Mmio { base, len, .. } => Some((*base, *len)),
+                Cap::Eternal { area, .. } => Some(nvm_area(map, nvm_size, area).ok_or_else(|| {
+                    format!(
+                        "task `{}`: board {BOARD} with an NVM of {nvm_size} bytes has no memory-mapped `{area}` area",
+                        task.name
+                    )
+                })?),
+                Cap::Heap {
+                    memory,
+                    offset,
+                    len,
+                    ..
+                } => {
+                    let size = app.memory[memory];
+                    Some((shared[memory.as_str()] + offset, len.unwrap_or(size - offset)))
+                }
+                _ => None,
+            };
+            if let (Some((base, len)), Some(Some(name))) = (range, memory_name(c)) {
+                memory.push((name.to_owned(), base, len));
+            }
+            ranges.push(range);
+        }
         out.push(Placed {
             task,
             code_base: code,
             ram_base: ram,
+            memory,
+            ranges,
         });
         code = align_up(code + task.code, REGION_ALIGN);
         ram = align_up(ram + task.ram, REGION_ALIGN);
-        if code > RAM_BASE || ram > RAM_END {
-            return Err(format!("app `{}` does not fit in task memory", app.name));
+        if !inside(&map.task_code, code) || !inside(&map.task_ram, ram) {
+            return Err(full("task memory"));
         }
     }
     Ok(out)
+}
+
+/// Where NVM area `area` of a device of `nvm_size` bytes appears in the board's
+/// address space, when the NVM is memory-mapped.
+fn nvm_area(map: &MemoryMap, nvm_size: u32, area: &str) -> Option<(u32, u32)> {
+    let sb = Superblock::for_device(nvm_size).ok()?;
+    let region = if area == "ring" {
+        sb.ring_area
+    } else {
+        sb.fram_area
+    };
+    (region.len > 0).then_some((map.nvm_window? + region.offset, region.len))
+}
+
+/// The environment task `p` is built with: its app's settings and where each memory
+/// capability it holds lies (`AMBER_MEM_<NAME>`, `AMBER_MEM_<NAME>_LEN`, decimal).
+pub fn task_env(p: &Placed) -> BTreeMap<String, String> {
+    let mut env = p.task.env.clone();
+    for (name, base, len) in &p.memory {
+        let key = format!("AMBER_MEM_{}", name.to_uppercase().replace('-', "_"));
+        env.insert(format!("{key}_LEN"), len.to_string());
+        env.insert(key, base.to_string());
+    }
+    env
 }
 
 /// The `memory.x` a task is linked with.
@@ -288,7 +479,13 @@ fn rights(list: &[String]) -> String {
 }
 
 /// The Rust source the kernel includes (`AMBER_APP`): one `TaskImage` per task.
-pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)]) -> String {
+/// `nvm_size` is the NVM the app's eternal areas were placed for (0: it has none).
+pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)], nvm_size: u32) -> String {
+    let eternal = app
+        .tasks
+        .iter()
+        .flat_map(|t| &t.caps)
+        .any(|c| matches!(c, Cap::Eternal { .. }));
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -296,8 +493,13 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)]) -> String {
          pub const APP_NAME: &str = {:?};\n\
          pub const APP_DESCRIPTION: &str = {:?};\n\
          pub const CHECKPOINT_MS: u32 = {};\n\
+         pub const NVM_SIZE: u32 = {};\n\
          pub static TASKS: &[TaskImage] = &[",
-        app.name, app.name, app.description, app.checkpoint_ms
+        app.name,
+        app.name,
+        app.description,
+        app.checkpoint_ms,
+        if eternal { nvm_size } else { 0 }
     );
     for (p, segments, entry) in placed {
         let t = p.task;
@@ -325,7 +527,8 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)]) -> String {
         }
         let _ = writeln!(s, "        ],");
         let _ = writeln!(s, "        caps: &[");
-        for c in &t.caps {
+        for (c, range) in t.caps.iter().zip(&p.ranges) {
+            let (base, len) = range.unwrap_or_default();
             let line = match c {
                 Cap::Endpoint {
                     name,
@@ -340,27 +543,15 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)]) -> String {
                 }
                 Cap::Irq { irq } => format!("CapSpec::Irq {{ irq: {irq} }}"),
                 Cap::Timer {} => "CapSpec::Timer".to_owned(),
-                Cap::Mmio {
-                    base,
-                    len,
-                    rights: r,
-                } => format!(
+                Cap::Mmio { rights: r, .. } => format!(
                     "CapSpec::MemObj {{ base: {base:#010x}, len: {len:#x}, rights: {}, kind: amber_core::MemKind::Device }}",
                     rights(r)
                 ),
-                Cap::Eternal {
-                    base,
-                    len,
-                    rights: r,
-                } => format!(
+                Cap::Eternal { rights: r, .. } => format!(
                     "CapSpec::MemObj {{ base: {base:#010x}, len: {len:#x}, rights: {}, kind: amber_core::MemKind::Eternal }}",
                     rights(r)
                 ),
-                Cap::Heap {
-                    base,
-                    len,
-                    rights: r,
-                } => format!(
+                Cap::Heap { rights: r, .. } => format!(
                     "CapSpec::MemObj {{ base: {base:#010x}, len: {len:#x}, rights: {}, kind: amber_core::MemKind::HeapManaged }}",
                     rights(r)
                 ),
@@ -413,13 +604,21 @@ mod tests {
     "#;
 
     #[test]
-    fn tasks_are_placed_in_order_without_overlap() {
+    fn tasks_are_placed_in_order_without_overlap_where_the_board_says() {
         let mut a = app(ONE).unwrap();
         a.tasks.push(app(ONE).unwrap().tasks.remove(0));
-        let p = place(&a).unwrap();
-        assert_eq!(p[0].code_base, CODE_BASE);
-        assert_eq!(p[1].code_base, CODE_BASE + 4096);
-        assert_eq!(p[1].ram_base, RAM_BASE + 4096);
+        a.tasks[1].name = "b".into();
+        let p = place(&a, 4 << 20).unwrap();
+        let map = board_map();
+        assert_eq!(p[0].code_base, map.task_code.base);
+        assert_eq!(p[1].code_base, map.task_code.base + 4096);
+        assert_eq!(p[1].ram_base, map.task_ram.base + 4096);
+    }
+
+    /// `ONE` with `caps` (a TOML array) and `top` (tables before the first task).
+    fn with(top: &str, caps: &str) -> String {
+        ONE.replace("stack = 1024", &format!("stack = 1024\ncaps = [{caps}]"))
+            .replace("[[tasks]]", &format!("{top}\n[[tasks]]"))
     }
 
     #[test]
@@ -430,24 +629,98 @@ mod tests {
             "stack must leave room"
         );
         assert!(app(&ONE.replace("priority = 1", "priority = 1\nfault = \"retry\"")).is_err());
-        let heap = |base: &str| {
-            ONE.replace(
-                "stack = 1024",
-                &format!("stack = 1024\ncaps = [{{ kind = \"heap\", base = {base}, len = 4096, rights = [\"read\"] }}]"),
-            )
-        };
-        assert!(app(&heap("0x87000000")).is_ok());
-        assert!(
-            app(&heap("0x81800000")).is_err(),
-            "heap memory must not overlap task RAM"
-        );
-        assert!(app(&heap("0x87fff000")).is_ok());
-        assert!(app(&heap("0x87fff004")).is_err(), "must end by 0x8800_0000");
         let env = |e: &str| ONE.replace("stack = 1024", &format!("stack = 1024\nenv = {{ {e} }}"));
         assert_eq!(
             app(&env("AMBER_X = \"1\"")).unwrap().tasks[0].env["AMBER_X"],
             "1"
         );
         assert!(app(&env("\"a-b\" = \"1\"")).is_err());
+        assert!(
+            app(&env("AMBER_MEM_X = \"1\"")).is_err(),
+            "memory addresses are xtask's to set"
+        );
+    }
+
+    #[test]
+    fn an_app_past_a_kernel_limit_is_refused_with_the_limit() {
+        let many = |n: usize| {
+            let task = &ONE[ONE.find("[[tasks]]").unwrap()..];
+            let tasks: String = (0..n)
+                .map(|i| task.replace("name = \"a\"", &format!("name = \"t{i}\"")))
+                .collect();
+            app(&format!("name = \"t\"\n{tasks}"))
+        };
+        assert!(many(MAX_TASKS).is_ok(), "{:?}", many(MAX_TASKS).err());
+        let e = many(MAX_TASKS + 1).unwrap_err();
+        assert!(e.contains("MAX_TASKS"), "{e}");
+        let e = app(&ONE.replace("priority = 1", "priority = 8")).unwrap_err();
+        assert!(e.contains("NUM_PRIORITIES"), "{e}");
+        let e = app(&ONE.replace("name = \"a\"", "name = \"a-name-of-17-bytes\"")).unwrap_err();
+        assert!(e.contains("MAX_NAME"), "{e}");
+        let timers = vec!["{ kind = \"timer\" }"; SLOTS + 1].join(", ");
+        let e = app(&with("", &timers)).unwrap_err();
+        assert!(e.contains("SLOTS"), "{e}");
+        let mmio =
+            ["{ kind = \"mmio\", base = 0x1000, len = 4, rights = [\"read\"] }"; 7].join(", ");
+        let e = app(&with("", &mmio)).unwrap_err();
+        assert!(e.contains("MAX_REGIONS"), "{e}");
+    }
+
+    #[test]
+    fn shared_memory_is_placed_in_the_board_ram_no_checkpoint_copies() {
+        let heap = |offset: u32, len: u32| {
+            with(
+                "[memory]\nspi = 0x1000\ncache = 0x200",
+                &format!(
+                    "{{ kind = \"heap\", memory = \"cache\", rights = [\"read\"] }}, \
+                     {{ kind = \"heap\", memory = \"spi\", offset = {offset}, len = {len}, rights = [\"read\"] }}"
+                ),
+            )
+        };
+        let a = app(&heap(0x100, 0x100)).unwrap();
+        let p = place(&a, 4 << 20).unwrap();
+        let map = board_map();
+        let cache = (map.heap_ram.base, 0x200);
+        let spi_part = (map.heap_ram.base + 0x200 + 0x100, 0x100);
+        assert_eq!(p[0].ranges, vec![Some(cache), Some(spi_part)]);
+        let env = task_env(&p[0]);
+        assert_eq!(env["AMBER_MEM_SPI"], spi_part.0.to_string());
+        assert_eq!(env["AMBER_MEM_SPI_LEN"], "256");
+        assert_eq!(env["AMBER_MEM_CACHE"], cache.0.to_string());
+        assert!(
+            app(&heap(0xF04, 0x100)).is_err(),
+            "a part must lie inside its memory"
+        );
+        assert!(app(&heap(0x102, 0x100)).is_err(), "and be 4-byte aligned");
+        assert!(
+            app(&with(
+                "",
+                "{ kind = \"heap\", memory = \"none\", rights = [] }"
+            ))
+            .is_err(),
+            "memory must be declared"
+        );
+    }
+
+    #[test]
+    fn eternal_areas_are_where_the_superblock_places_them_in_the_nvm_window() {
+        let a = app(&with(
+            "",
+            "{ kind = \"eternal\", area = \"ring\", rights = [\"read\"] }",
+        ))
+        .unwrap();
+        let sb = Superblock::for_device(4 << 20).unwrap();
+        let window = board_map().nvm_window.unwrap();
+        let p = place(&a, 4 << 20).unwrap();
+        assert_eq!(
+            p[0].ranges,
+            vec![Some((window + sb.ring_area.offset, sb.ring_area.len))]
+        );
+        assert!(place(&a, 64 << 10).is_err(), "a small NVM has no ring area");
+        assert!(app(&with(
+            "",
+            "{ kind = \"eternal\", area = \"disk\", rights = [] }"
+        ))
+        .is_err());
     }
 }

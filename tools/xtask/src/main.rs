@@ -39,7 +39,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("build") => match args.get(1) {
-            Some(app) => build_app(app),
+            Some(app) => build_app(app, DEFAULT_NVM_SIZE),
             None => build_kernel(None),
         }
         .map(|k| println!("{}", k.display())),
@@ -129,7 +129,8 @@ fn build_kernel(app_rs: Option<&Path>) -> Result<PathBuf, String> {
         KERNEL_PACKAGE,
         "--target",
         TARGET,
-    ]);
+    ])
+    .env("AMBER_BOARD", app::BOARD);
     match app_rs {
         Some(p) => cmd.env("AMBER_APP", p),
         None => cmd.env_remove("AMBER_APP"),
@@ -166,13 +167,16 @@ fn app_names() -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// Builds every task of `user/apps/NAME.toml` at its place, then the kernel carrying
-/// them; returns `target/amber/apps/NAME.elf`.
-fn build_app(name: &str) -> Result<PathBuf, String> {
+/// Builds every task of `user/apps/NAME.toml` at its place, for an NVM of `nvm_size`
+/// bytes, then the kernel carrying them; returns `target/amber/apps/NAME.elf`.
+fn build_app(name: &str, nvm_size: u64) -> Result<PathBuf, String> {
     ensure_target()?;
     let desc = root().join("user/apps").join(format!("{name}.toml"));
     let app = app::load(&desc)?;
-    let placed = app::place(&app)?;
+    let nvm_size = u32::try_from(nvm_size).map_err(|_| {
+        format!("an NVM of {nvm_size} bytes is larger than the 4 GiB Amber addresses")
+    })?;
+    let placed = app::place(&app, nvm_size)?;
     let out = root().join("target/amber/apps").join(name);
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
@@ -201,7 +205,7 @@ fn build_app(name: &str) -> Result<PathBuf, String> {
                     format!("-Clink-arg=-L{}", runtime.display()),
                     "-Clink-arg=-Ttask.x".to_owned(),
                 ])
-                .envs(&p.task.env),
+                .envs(app::task_env(&p)),
         )?;
         let elf = dir.join(format!("{}.elf", p.task.name));
         std::fs::copy(release_dir().join(&p.task.krate), &elf)
@@ -210,7 +214,7 @@ fn build_app(name: &str) -> Result<PathBuf, String> {
         built.push((p, segments, entry));
     }
     let app_rs = out.join("app.rs");
-    std::fs::write(&app_rs, app::generate(&app, &built))
+    std::fs::write(&app_rs, app::generate(&app, &built, nvm_size))
         .map_err(|e| format!("cannot write {}: {e}", app_rs.display()))?;
     let kernel = build_kernel(Some(&app_rs))?;
     let image = root().join("target/amber/apps").join(format!("{name}.elf"));
@@ -247,7 +251,8 @@ fn run(args: &[String]) -> Result<(), String> {
         }
     }
     find_qemu().map_err(|e| e.to_string())?;
-    let kernel = build_app(&app)?;
+    let existing = std::fs::metadata(&nvm).map(|m| m.len()).ok();
+    let kernel = build_app(&app, existing.unwrap_or(size))?;
     if ensure_nvm_image(&nvm, size).map_err(|e| format!("cannot create {}: {e}", nvm.display()))? {
         eprintln!(
             "xtask: created a blank NVM image {} of {size} bytes",
@@ -326,7 +331,7 @@ fn test(args: &[String]) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(root().join("target/amber-tests"));
     let kernel = build_kernel(None)?;
     for name in app_names()? {
-        build_app(&name)?;
+        build_app(&name, DEFAULT_NVM_SIZE)?;
     }
     let mut cmd = cargo();
     cmd.args(["test", "--workspace"])
@@ -403,13 +408,13 @@ fn icount_run(
 fn bench() -> Result<(), String> {
     find_qemu().map_err(|e| e.to_string())?;
     println!("== syscall and IPC cost (bench app, -icount) ==");
-    let kernel = build_app("bench")?;
+    let kernel = build_app("bench", DEFAULT_NVM_SIZE)?;
     icount_run(&kernel, "", "[bench] bench:", 2)?;
     println!("== checkpoint pause and recovery (amber.test=ckpt-bench, -icount) ==");
     let kernel = build_kernel(None)?;
     icount_run(&kernel, "amber.test=ckpt-bench", "ckbench:", 16)?;
     println!("== task memory tracking on the bank app: PMP write protection vs whole copy ==");
-    let kernel = build_app("bank")?;
+    let kernel = build_app("bank", DEFAULT_NVM_SIZE)?;
     for mode in ["protect", "copy"] {
         print!("memtrack={mode}: ");
         icount_run(
@@ -425,7 +430,7 @@ fn bench() -> Result<(), String> {
     // marker carries the task's console prefix, so the kernel's `app heapbench:` line
     // does not count.
     for app in ["heapbench", "heapbench-nolimit"] {
-        let kernel = build_app(app)?;
+        let kernel = build_app(app, DEFAULT_NVM_SIZE)?;
         icount_run(&kernel, "", "[heapbench] heapbench:", 8)?;
     }
     step(

@@ -17,6 +17,7 @@
 
 use crate::{Channel, Endpoint, HeapError, ObjectId, Persist, Result, ServiceStats};
 use crate::{OP_ALLOC, OP_FREE, OP_PIN, OP_SIZE, OP_STATS, OP_UNPIN};
+use amber_user::Memory;
 use core::fmt;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of, ManuallyDrop};
@@ -34,19 +35,19 @@ pub struct Heap<C: Channel = Endpoint> {
 
 impl Heap<Endpoint> {
     /// The heap service reached through the endpoint capability in `ep_slot` (it needs
-    /// WRITE), whose cache of this client's objects is the memory object the app maps
-    /// at `window` (`window_len` bytes, read and write, shared with the service only).
+    /// WRITE), whose cache of this client's objects is the memory `window` the app
+    /// maps (`amber_user::memory!`: read and write, shared with the service only).
     ///
     /// # Safety
     ///
-    /// `[window, window + window_len)` must be that memory object, mapped for this task
-    /// for as long as the heap is used, and nothing else in this task may access it:
-    /// guards create references into it.
-    pub const unsafe fn new(ep_slot: u32, window: usize, window_len: usize) -> Self {
+    /// `window` must be that memory, mapped for this task for as long as the heap is
+    /// used, and nothing else in this task may access it: guards create references
+    /// into it.
+    pub const unsafe fn new(ep_slot: u32, window: Memory) -> Self {
         Heap {
             chan: Endpoint(ep_slot),
-            window,
-            window_len,
+            window: window.base,
+            window_len: window.len,
         }
     }
 }

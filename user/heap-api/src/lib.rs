@@ -64,9 +64,10 @@
 //! // SAFETY: two u32, no padding, every bit pattern valid.
 //! unsafe impl Persist for Reading {}
 //!
-//! // SAFETY: the app maps this task's cache window (a memory object shared with the
-//! // service only) at 0x8700_0000, 8 KiB; nothing else in the task touches it.
-//! let heap = unsafe { Heap::new(0, 0x8700_0000, 0x2000) }; // the endpoint in slot 0
+//! // SAFETY: the app maps this task's cache window (its part of the memory
+//! // `heap-caches`, shared with the service only); nothing else in the task touches it.
+//! let window = amber_user::memory!("HEAP_CACHES");
+//! let heap = unsafe { Heap::new(0, window) }; // the endpoint in slot 0
 //! let mut r = heap.alloc(Reading { seq: 0, value: 0 })?;
 //! heap.update(&mut r, |r| r.seq += 1)?;
 //! let mut g = heap.get_mut(&mut r)?;
@@ -81,7 +82,7 @@
 //! outlive its handle:
 //!
 //! ```compile_fail,E0597
-//! let heap = unsafe { amber_heap_api::Heap::new(0, 0x8700_0000, 0x2000) };
+//! let heap = unsafe { amber_heap_api::Heap::new(0, amber_user::memory!("HEAP_CACHES")) };
 //! let g = {
 //!     let h = heap.alloc(1u32).unwrap();
 //!     heap.get_ref(&h).unwrap()
@@ -91,7 +92,7 @@
 //! A `RefMut` needs the handle mutably, so it excludes every other guard:
 //!
 //! ```compile_fail,E0502
-//! let heap = unsafe { amber_heap_api::Heap::new(0, 0x8700_0000, 0x2000) };
+//! let heap = unsafe { amber_heap_api::Heap::new(0, amber_user::memory!("HEAP_CACHES")) };
 //! let mut h = heap.alloc(1u32).unwrap();
 //! let r = heap.get_ref(&h).unwrap();
 //! let w = heap.get_mut(&mut h).unwrap();
@@ -101,14 +102,14 @@
 //! A read guard gives no mutable access, and handles cannot be copied:
 //!
 //! ```compile_fail,E0594
-//! let heap = unsafe { amber_heap_api::Heap::new(0, 0x8700_0000, 0x2000) };
+//! let heap = unsafe { amber_heap_api::Heap::new(0, amber_user::memory!("HEAP_CACHES")) };
 //! let h = heap.alloc(1u32).unwrap();
 //! let mut r = heap.get_ref(&h).unwrap();
 //! *r = 2;
 //! ```
 //!
 //! ```compile_fail,E0599
-//! let heap = unsafe { amber_heap_api::Heap::new(0, 0x8700_0000, 0x2000) };
+//! let heap = unsafe { amber_heap_api::Heap::new(0, amber_user::memory!("HEAP_CACHES")) };
 //! let h = heap.alloc(1u32).unwrap();
 //! let h2 = h.clone();
 //! ```

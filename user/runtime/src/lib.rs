@@ -24,7 +24,7 @@ pub use amber_abi::{Error, IpcDesc, Rights, WatchFlags};
 pub use console::{_print, Console};
 pub use counters::{cycles, instret};
 pub use rng::Rng;
-pub use setting::build_setting;
+pub use setting::{build_setting, Memory};
 pub use sys::*;
 
 /// Exit code of a task that panicked.

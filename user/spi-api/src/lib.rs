@@ -1,11 +1,14 @@
 //! The SPI FRAM driver's IPC protocol, shared by the driver task and its clients.
 //!
-//! Every client has a buffer of [`MAX_CHUNK`] bytes shared with the driver alone: a
-//! "heap" memory object (RAM the kernel never checkpoints) at [`buffer_of`] its badge,
-//! which the app grants to the client and, inside one larger range, to the driver. A
-//! request is a Call on the driver's endpoint with four words `[op, addr, len, 0]` and
-//! no message bytes: a write's bytes are at the start of the buffer, and a read's come
-//! back there. The reply is `[status, writer index low, writer index high, free ring
+//! Every client has a buffer of [`MAX_CHUNK`] bytes shared with the driver alone, in
+//! the driver's never-checkpointed memory `spi` (a "heap" memory of the app): the
+//! driver holds all of it, its pending-entry index first ([`INDEX_BYTES`]), and the
+//! client with badge `b` the [`MAX_CHUNK`] bytes at [`buffer_offset`]`(b)` of it, which
+//! the app grants as a part of `spi`. A request is a Call on the driver's endpoint with
+//! four words `[op, addr, len, buffer]` and no message bytes: a write's bytes are at
+//! the start of the buffer, and a read's come back there; `buffer` is where the client
+//! has it, which the driver checks against where it expects the badge's buffer, so an
+//! app that grants the parts wrongly gets `BadRequest`, not a fault. The reply is `[status, writer index low, writer index high, free ring
 //! bytes]`. A write is durable in the driver's ring when the reply arrives, but reaches
 //! the chip only after the checkpoint that covers it has committed; a read sees the
 //! device with every pending write laid over it. The client is blocked in its Call
@@ -15,7 +18,7 @@
 
 #![cfg_attr(not(test), no_std)]
 
-use amber_user::{call_ep, Error};
+use amber_user::{call_ep, Error, Memory};
 
 /// Write the first `len` bytes of the client's buffer at device address `addr`.
 pub const OP_WRITE: u32 = 1;
@@ -25,22 +28,18 @@ pub const OP_READ: u32 = 2;
 pub const MAX_CHUNK: usize = 256;
 /// Clients the driver serves: badges 1 to `MAX_CLIENTS`.
 pub const MAX_CLIENTS: u32 = 4;
-/// The driver's range of never-checkpointed RAM: its pending-entry index (28 KiB),
-/// then the clients' buffers. Apps grant the driver `[DRIVER_RAM, DRIVER_RAM +
-/// DRIVER_RAM_BYTES)` and client `b` the [`MAX_CHUNK`] bytes at [`buffer_of`]`(b)`.
-pub const DRIVER_RAM: usize = 0x87F0_0000;
-/// Bytes of the pending-entry index at the start of [`DRIVER_RAM`].
+/// Bytes of the pending-entry index at the start of the driver's memory `spi`.
 pub const INDEX_BYTES: usize = 28 * 1024;
-/// Bytes of the driver's range: the index and every client's buffer.
+/// Bytes of `spi`: the index and every client's buffer (the app's `memory` says so).
 pub const DRIVER_RAM_BYTES: usize = INDEX_BYTES + MAX_CLIENTS as usize * MAX_CHUNK;
 
-/// The address of the buffer of the client with `badge` (1 to [`MAX_CLIENTS`]), or
+/// Where in `spi` the buffer of the client with `badge` (1 to [`MAX_CLIENTS`]) is, or
 /// `None` for a badge the driver does not serve.
-pub const fn buffer_of(badge: u32) -> Option<usize> {
+pub const fn buffer_offset(badge: u32) -> Option<usize> {
     if badge == 0 || badge > MAX_CLIENTS {
         return None;
     }
-    Some(DRIVER_RAM + INDEX_BYTES + (badge as usize - 1) * MAX_CHUNK)
+    Some(INDEX_BYTES + (badge as usize - 1) * MAX_CHUNK)
 }
 
 /// Why the driver refused a request (the reply's status word, 0 = success).
@@ -110,18 +109,19 @@ pub struct Client {
 }
 
 impl Client {
-    /// The client calling the driver on endpoint slot `ep`, whose badge is `badge`.
+    /// The client calling the driver on endpoint slot `ep`, whose buffer is `buf`
+    /// (`amber_user::memory!("SPI")`: its part of the driver's memory); `None` when
+    /// it is smaller than [`MAX_CHUNK`].
     ///
     /// # Safety
     ///
-    /// The app must grant this task, with read and write, the [`MAX_CHUNK`] bytes at
-    /// [`buffer_of`]`(badge)` (or this returns `None`), shared with the driver alone,
-    /// and nothing else in the task may use them: only `Client`s made from them
-    /// (which touch them only inside a call, and tasks are single-threaded).
-    pub unsafe fn new(ep: u32, badge: u32) -> Option<Client> {
-        buffer_of(badge).map(|at| Client {
+    /// The app must grant this task `buf` with read and write, shared with the driver
+    /// alone, and nothing else in the task may use it: only `Client`s made from it
+    /// (which touch it only inside a call, and tasks are single-threaded).
+    pub unsafe fn new(ep: u32, buf: Memory) -> Option<Client> {
+        (buf.len >= MAX_CHUNK).then_some(Client {
             ep,
-            buf: at as *mut u8,
+            buf: buf.base as *mut u8,
         })
     }
 
@@ -155,7 +155,12 @@ impl Client {
     }
 
     fn call(&mut self, op: u32, addr: u32, len: usize) -> Result<[u32; 4], SpiError> {
-        let r = call_ep(self.ep, [op, addr, len as u32, 0], None).map_err(SpiError::Ipc)?;
+        let r = call_ep(
+            self.ep,
+            [op, addr, len as u32, self.buf as usize as u32],
+            None,
+        )
+        .map_err(SpiError::Ipc)?;
         SpiError::from_status(r[0])?;
         Ok(r)
     }
@@ -167,14 +172,14 @@ mod tests {
 
     #[test]
     fn every_served_badge_has_its_own_buffer_after_the_index() {
-        assert_eq!(buffer_of(0), None, "badge 0 is no client");
-        assert_eq!(buffer_of(MAX_CLIENTS + 1), None);
-        assert_eq!(buffer_of(1), Some(0x87F0_7000));
-        let all: Vec<usize> = (1..=MAX_CLIENTS).filter_map(buffer_of).collect();
+        assert_eq!(buffer_offset(0), None, "badge 0 is no client");
+        assert_eq!(buffer_offset(MAX_CLIENTS + 1), None);
+        assert_eq!(buffer_offset(1), Some(0x7000));
+        let all: Vec<usize> = (1..=MAX_CLIENTS).filter_map(buffer_offset).collect();
         assert_eq!(all.len(), MAX_CLIENTS as usize);
         for (i, &at) in all.iter().enumerate() {
-            assert!(at >= DRIVER_RAM + INDEX_BYTES, "buffers follow the index");
-            assert!(at + MAX_CHUNK <= DRIVER_RAM + DRIVER_RAM_BYTES);
+            assert!(at >= INDEX_BYTES, "buffers follow the index");
+            assert!(at + MAX_CHUNK <= DRIVER_RAM_BYTES);
             assert_eq!(at % 256, 0, "a PMP region of its own, 256-aligned");
             if i > 0 {
                 assert_eq!(at - all[i - 1], MAX_CHUNK, "no two overlap");

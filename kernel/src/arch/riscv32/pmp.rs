@@ -2,7 +2,7 @@
 //! `pmpcfg` CSRs. It knows registers only; which regions a task gets, and how they
 //! become entries, is decided elsewhere (`amber_core`, `crate::pmp`).
 
-use crate::pmp::PmpImage;
+use crate::pmp_layout::PmpImage;
 use riscv::register::{
     pmpaddr0, pmpaddr1, pmpaddr10, pmpaddr11, pmpaddr12, pmpaddr13, pmpaddr14, pmpaddr15, pmpaddr2,
     pmpaddr3, pmpaddr4, pmpaddr5, pmpaddr6, pmpaddr7, pmpaddr8, pmpaddr9, pmpcfg0, pmpcfg1,

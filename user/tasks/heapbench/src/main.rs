@@ -30,7 +30,7 @@
 
 use amber_heap_api::{Handle, Heap, HeapError, ServiceStats};
 use amber_nvm::MmioNvm;
-use amber_user::{checkpoint, instret, println, Error, Rng};
+use amber_user::{checkpoint, instret, memory, println, Error, Memory, Rng};
 use core::fmt;
 use core::hint::black_box;
 use vnv_heap::{Config, VnvHeap};
@@ -38,9 +38,8 @@ use vnv_heap::{Config, VnvHeap};
 amber_user::main!(main);
 
 const HEAP: u32 = 0;
-/// The window: the memory object shared with the heap service (slot 1).
-const WINDOW: usize = 0x8700_0000;
-const WINDOW_BYTES: usize = 0x2000;
+/// The window: this task's part of `heap-caches`, shared with the heap service.
+const WINDOW: Memory = memory!("HEAP_CACHES");
 /// Calls averaged per best-case figure.
 const ITERATIONS: u32 = 200;
 
@@ -79,9 +78,9 @@ static mut LIB_NVM: Aligned<LIB_NVM_BYTES> = Aligned([0; LIB_NVM_BYTES]);
 static mut LIB_CACHE: Aligned<LIB_CACHE_BYTES> = Aligned([0; LIB_CACHE_BYTES]);
 
 fn main() {
-    // SAFETY: the app maps [WINDOW, WINDOW + WINDOW_BYTES) for this task (slot 1), shared
+    // SAFETY: the app maps WINDOW (its part of `heap-caches`) for this task, shared
     // with the heap service only, and nothing else in this task touches it.
-    let heap = unsafe { Heap::new(HEAP, WINDOW, WINDOW_BYTES) };
+    let heap = unsafe { Heap::new(HEAP, WINDOW) };
     best_case(&heap);
     workload(&heap);
     println!("heapbench: done");

@@ -1,11 +1,11 @@
 //! heapsvc: the heap service task. It hosts one vNV-Heap per client (badge 1 to
 //! `CLIENTS` of its endpoint capability), each on its own area of the SPI FRAM reached
-//! through the SPI driver (endpoint, slot 0, badge 1; the bytes go through the buffer
-//! of badge 1, its last memory capability, shared with the driver), and serves objects
+//! through the SPI driver (endpoint, slot 0, badge 1; the bytes go through its part of
+//! the driver's memory `spi`, shared with the driver), and serves objects
 //! to clients on its own endpoint (slot 1; protocol in `amber-heap-api`, logic in
-//! `amber-heap-service`). Each heap is split: its arena (object bytes only) is a "heap"
-//! memory object (slots 3 and on: RAM the kernel does not checkpoint) shared with that
-//! client alone, whose guards point straight into it; its metadata and this task's
+//! `amber-heap-service`). Each heap is split: its arena (object bytes only) is that
+//! client's part of the memory `heap-caches` (RAM the kernel does not checkpoint), shared
+//! with that client alone, whose guards point straight into it; its metadata and this task's
 //! state are ordinary task memory, checkpointed by the kernel.
 //!
 //! It is a persist callback (commit watch on the notification, slot 2): before every
@@ -34,9 +34,9 @@
 //! computed from the limit it was built with.
 //!
 //! The number of clients is set when the task is built: `AMBER_HEAP_CLIENTS` (1 or 2,
-//! 2 when unset); client `i` (badge `i + 1`) has the arena at `CACHE_BASE + i * 8 KiB`
-//! (8 KiB, capability slot `3 + i`), 48 ids, 24 KiB of NVM data at `i * 128 KiB`. Every
-//! bound covers all heaps: a persist phase persists each.
+//! 2 when unset); client `i` (badge `i + 1`) has the arena at `i * 8 KiB` of
+//! `heap-caches` (8 KiB, the part the app grants that client), 48 ids, 24 KiB of NVM
+//! data at `i * 128 KiB`. Every bound covers all heaps: a persist phase persists each.
 //!
 //! It must never keep a handle or guard of its own across a `recv` (the clients' pins
 //! are the heap's state, which persist handles), never reply before a request's heap
@@ -53,8 +53,8 @@ use amber_heap_service::{
 use amber_spi_api::{ring_bytes, Client, SpiError};
 use amber_user::abi::NO_SLOT;
 use amber_user::{
-    build_setting, checkpoint, commit_watch, exit, instret, persist_done, println, recv, reply,
-    signalled, Error, IpcDesc, WatchFlags,
+    build_setting, checkpoint, commit_watch, exit, instret, memory, persist_done, println, recv,
+    reply, signalled, Error, IpcDesc, Memory, WatchFlags,
 };
 use core::cell::Cell;
 use vnv_heap::Config;
@@ -66,15 +66,20 @@ const ENDPOINT: u32 = 1;
 const NOTIFICATION: u32 = 2;
 const RESTORED: u32 = 1 << 1;
 
-/// The first client's arena, the "heap" memory object of the app description (slot
-/// 3); client `i`'s is `ARENA_BYTES * i` further (slot `3 + i`).
-const CACHE_BASE: usize = 0x8700_0000;
+/// The clients' arenas, one after the other in the app's memory `heap-caches`: client
+/// `i`'s is `ARENA_BYTES * i` into it (the part of it the app grants that client).
+const CACHES: Memory = memory!("HEAP_CACHES");
 const ARENA_BYTES: u32 = 8 * 1024;
+#[cfg(target_os = "none")]
+const _: () = assert!(
+    CACHES.len >= CLIENTS * ARENA_BYTES as usize,
+    "heap-caches holds every client's arena"
+);
 /// Clients (and heaps): `AMBER_HEAP_CLIENTS` at build time, else 2.
 const CLIENTS: usize = build_setting(option_env!("AMBER_HEAP_CLIENTS"), 2) as usize;
 const _: () = assert!(
     CLIENTS >= 1 && CLIENTS <= 2,
-    "AMBER_HEAP_CLIENTS must be 1 or 2 (with the SPI buffer, a task holds at most 3 memory capabilities)"
+    "AMBER_HEAP_CLIENTS must be 1 or 2"
 );
 /// The MB85RS4MT behind the driver: this app gives the heaps the whole chip.
 const FRAM_BYTES: u32 = 512 * 1024;
@@ -146,10 +151,10 @@ struct Driver(Client);
 
 impl Driver {
     fn new() -> Driver {
-        // SAFETY: the app grants this task, and the driver alone, the buffer of badge
-        // 1 (read and write), and the SPI endpoint capability with badge 1; only
+        // SAFETY: the app grants this task, and the driver alone, its part of `spi`
+        // (read and write) with the SPI endpoint capability of its badge; only
         // `Driver`s use that buffer.
-        Driver(unsafe { Client::new(SPI, 1) }.expect("badge 1 has a buffer"))
+        Driver(unsafe { Client::new(SPI, memory!("SPI")) }.expect("a buffer of MAX_CHUNK"))
     }
 }
 
@@ -181,9 +186,9 @@ unsafe fn buffers(i: usize) -> (&'static mut [u8], &'static mut [u8]) {
         let m = &mut *core::ptr::addr_of_mut!(META[i]);
         core::slice::from_raw_parts_mut(m.as_mut_ptr().cast::<u8>(), META_BYTES as usize)
     };
-    let base = CACHE_BASE + i * ARENA_BYTES as usize;
+    let base = CACHES.base + i * ARENA_BYTES as usize;
     // SAFETY: the app grants this task [base, base + ARENA_BYTES) with read and write
-    // (slot 3 + i), mapped by PMP, shared with client i alone, which reaches it only
+    // (in `heap-caches`), mapped by PMP, shared with client i alone, which reaches it only
     // through the pins the heap hands out (the heap never holds a reference into it
     // either: it treats it as memory another task writes).
     let arena = unsafe { core::slice::from_raw_parts_mut(base as *mut u8, ARENA_BYTES as usize) };

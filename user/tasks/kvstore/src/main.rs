@@ -1,5 +1,5 @@
 //! kvstore: a key-value store over the heap service (endpoint, slot 0; its window on
-//! the service's cache of its heap at `WINDOW`, slot 2), and a crash workload. Each of
+//! the service's cache of its heap, `WINDOW`), and a crash workload. Each of
 //! `KEYS` keys has a value object in the heap (key, version, a payload computed from
 //! key and version, checksum; 292 bytes, more than one IPC message, reached in place
 //! through the window). It updates random keys (a seeded generator in its own memory),
@@ -19,7 +19,7 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_heap_api::{Handle, Heap, HeapError, Persist};
-use amber_user::{exit, println, signalled, watch_restores, Rng};
+use amber_user::{exit, memory, println, signalled, watch_restores, Memory, Rng};
 use core::fmt;
 
 amber_user::main!(main);
@@ -32,9 +32,8 @@ const PAYLOAD: usize = 70;
 /// Updates between two checks of every key (and progress lines).
 const CHECK_EVERY: u32 = 64;
 const SEED: u32 = 0x6B76_5354;
-/// The window: the memory object shared with the heap service (slot 2).
-const WINDOW: usize = 0x8700_2000;
-const WINDOW_BYTES: usize = 0x2000;
+/// The window: this task's part of `heap-caches`, shared with the heap service.
+const WINDOW: Memory = memory!("HEAP_CACHES");
 
 /// A key's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,9 +104,9 @@ fn main() {
     // while this task is stopped.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
     watch_restores(watch, NOTIFICATION, RESTORED).expect("commit watch");
-    // SAFETY: the app maps [WINDOW, WINDOW + WINDOW_BYTES) for this task (slot 2), shared
+    // SAFETY: the app maps WINDOW (its part of `heap-caches`) for this task, shared
     // with the heap service only, and nothing else in this task touches it.
-    let heap = unsafe { Heap::new(HEAP, WINDOW, WINDOW_BYTES) };
+    let heap = unsafe { Heap::new(HEAP, WINDOW) };
     let mut handles: [Handle<Value>; KEYS] =
         core::array::from_fn(|k| ok(heap.alloc(value(k as u32, 0)), "allocating a key"));
     let mut versions = [0u32; KEYS];

@@ -1,5 +1,5 @@
 //! logger: a sensor logger over the heap service (endpoint, slot 0; its window on the
-//! service's cache of its heap at `WINDOW`, slot 2), and a crash workload. Each record
+//! service's cache of its heap, `WINDOW`), and a crash workload. Each record
 //! (sequence number, a fake sensor value computed from it, a checksum) is its own heap
 //! object; a FIFO object in the heap holds the ids of the last `SLOTS` records in
 //! order, and the oldest is popped (and freed) when it is full. The logger keeps the
@@ -18,7 +18,7 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_heap_api::{Handle, Heap, HeapError, ObjectId, Persist};
-use amber_user::{exit, println, signalled, watch_restores};
+use amber_user::{exit, memory, println, signalled, watch_restores, Memory};
 use core::fmt;
 
 amber_user::main!(main);
@@ -30,9 +30,8 @@ const RESTORED: u32 = 1 << 1;
 const SLOTS: usize = 24;
 /// Records between two checks of the whole FIFO (and progress lines).
 const CHECK_EVERY: u32 = 50;
-/// The window: the memory object shared with the heap service (slot 2).
-const WINDOW: usize = 0x8700_0000;
-const WINDOW_BYTES: usize = 0x2000;
+/// The window: this task's part of `heap-caches`, shared with the heap service.
+const WINDOW: Memory = memory!("HEAP_CACHES");
 /// The stamp record held under a read guard.
 const STAMP: Record = Record {
     seq: u32::MAX,
@@ -104,9 +103,9 @@ fn main() {
     // while this task is stopped.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
     watch_restores(watch, NOTIFICATION, RESTORED).expect("commit watch");
-    // SAFETY: the app maps [WINDOW, WINDOW + WINDOW_BYTES) for this task (slot 2), shared
+    // SAFETY: the app maps WINDOW (its part of `heap-caches`) for this task, shared
     // with the heap service only, and nothing else in this task touches it.
-    let heap = unsafe { Heap::new(HEAP, WINDOW, WINDOW_BYTES) };
+    let heap = unsafe { Heap::new(HEAP, WINDOW) };
     let empty = Fifo {
         head: 0,
         count: 0,

@@ -1,15 +1,15 @@
 //! rtcdrv: a user-space driver for QEMU's goldfish RTC. It holds the RTC registers as a
-//! device MemObj (slot 0, mapped by PMP) and the RTC interrupt as an IrqNotification
-//! (slot 1). It arms the alarm ALARMS times, sleeping in IrqWait until the interrupt
+//! device MemObj (`rtc`, slot 0, mapped by PMP; where it is the app description says)
+//! and the RTC interrupt as an IrqNotification (slot 1). It arms the alarm ALARMS times, sleeping in IrqWait until the interrupt
 //! arrives, clears it at the device and acknowledges it to the kernel.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-use amber_user::{irq_ack, irq_wait, println, Error};
+use amber_user::{irq_ack, irq_wait, memory, println, Error, Memory};
 
 amber_user::main!(main);
 
-const RTC: usize = 0x0010_1000;
+const RTC: Memory = memory!("RTC");
 const TIME_LOW: usize = 0x00;
 const TIME_HIGH: usize = 0x04;
 const ALARM_LOW: usize = 0x08;
@@ -23,12 +23,12 @@ const DELAY_NS: u64 = 2_000_000;
 
 fn read(reg: usize) -> u32 {
     // SAFETY: the RTC's registers are granted to this task (slot 0) and mapped by PMP.
-    unsafe { ((RTC + reg) as *const u32).read_volatile() }
+    unsafe { ((RTC.base + reg) as *const u32).read_volatile() }
 }
 
 fn write(reg: usize, v: u32) {
     // SAFETY: as in `read`.
-    unsafe { ((RTC + reg) as *mut u32).write_volatile(v) }
+    unsafe { ((RTC.base + reg) as *mut u32).write_volatile(v) }
 }
 
 /// Nanoseconds on the RTC (reading the low half latches the high half).

@@ -1,9 +1,9 @@
 //! spidrv: the SPI FRAM driver task. It owns the FRAM (an MB85RS4MT; on QEMU emulated
-//! over the FRAM partition of the NVM window, slot 3) and its request ring (the eternal
-//! ring area, slot 2). Its range of RAM the kernel never checkpoints (a "heap" memory
-//! object, slot 4) holds an index of the ring's pending entries (emptied at every open
-//! of the ring, so a read scans it instead of the ring's records) and one buffer per
-//! client, shared with that client. Clients write and read by IPC (endpoint, slot 0;
+//! over the NVM's FRAM partition, the eternal area `fram`) and its request ring (the
+//! eternal area `ring`). Its memory `spi`, RAM the kernel never checkpoints, holds an
+//! index of the ring's pending entries (emptied at every open of the ring, so a read
+//! scans it instead of the ring's records) and one buffer per client, shared with
+//! that client. Where each lies the app description decides (`amber_user::memory!`). Clients write and read by IPC (endpoint, slot 0;
 //! the badge names the client and its buffer; protocol in `amber-spi-api`). A write is
 //! appended to the ring and reaches the chip only once the checkpoint that covers it
 //! has committed: the kernel's commit watch (notification, slot 1) reports the ring's
@@ -19,11 +19,11 @@
 use amber_format::Region;
 use amber_fram::{EmuFram, Fram, Part};
 use amber_nvm::MmioNvm;
-use amber_spi_api::{
-    buffer_of, SpiError, DRIVER_RAM, DRIVER_RAM_BYTES, INDEX_BYTES, MAX_CHUNK, OP_READ, OP_WRITE,
-};
+use amber_spi_api::{buffer_offset, SpiError, INDEX_BYTES, MAX_CHUNK, OP_READ, OP_WRITE};
 use amber_user::abi::NO_SLOT;
-use amber_user::{build_setting, commit_watch, poll, println, recv, reply, IpcDesc, WatchFlags};
+use amber_user::{
+    build_setting, commit_watch, memory, poll, println, recv, reply, IpcDesc, Memory, WatchFlags,
+};
 use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
 
 amber_user::main!(main);
@@ -32,24 +32,29 @@ const ENDPOINT: u32 = 0;
 const NOTIFICATION: u32 = 1;
 const COMMITTED: u32 = 1 << 0;
 const RESTORED: u32 = 1 << 1;
-/// The ring area and the FRAM partition of a 4 MiB NVM (superblock v2) in the NVM
-/// window the kernel maps at 0x4000_0000; the app grants exactly these ranges.
-const RING_BASE: usize = 0x4037_0000;
-const RING_LEN: u32 = 64 << 10;
-const FRAM_BASE: usize = 0x4038_0000;
+/// The NVM's ring area and FRAM partition, and the driver's memory `spi`.
+const RING: Memory = memory!("RING");
+const FRAM: Memory = memory!("FRAM");
+const SPI: Memory = memory!("SPI");
 const FRAM_PART: Part = Part::MB85RS4MT;
-/// The pending-entry index, at the start of the driver's never-checkpointed range
-/// (`amber-spi-api`: the app grants exactly that range, slot 4). 28 KiB: one 12-byte
-/// slot per smallest record of the ring.
+/// The pending-entry index, at the start of `spi` (`amber-spi-api`). 28 KiB: one
+/// 12-byte slot per smallest record of the ring.
 const INDEX_SLOTS: usize = INDEX_BYTES / core::mem::size_of::<PendingEntry>();
-const _: () = assert!(
-    INDEX_SLOTS >= IndexedRing::slots_for(amber_vring::layout::capacity_for(RING_LEN)),
-    "the index must hold every entry the ring can"
-);
-const _: () = assert!(
-    DRIVER_RAM_BYTES > INDEX_BYTES,
-    "the buffers follow the index"
-);
+#[cfg(target_os = "none")]
+const _: () = {
+    assert!(
+        INDEX_SLOTS >= IndexedRing::slots_for(amber_vring::layout::capacity_for(RING.len as u32)),
+        "the index must hold every entry the ring can"
+    );
+    assert!(
+        SPI.len >= amber_spi_api::DRIVER_RAM_BYTES,
+        "spi holds the index and every buffer"
+    );
+    assert!(
+        FRAM.len >= FRAM_PART.size() as usize,
+        "the fram area holds the part"
+    );
+};
 /// Cycles the emulated chip spends per byte on the wire: `AMBER_SPI_CYCLES_PER_BYTE`
 /// at build time (an app's `env` on this task), else 32 (8 bits at 40 MHz with a
 /// 160 MHz CPU).
@@ -74,12 +79,12 @@ fn main() {
     // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
     // stopped for a checkpoint.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
-    // SAFETY: the app grants this task exactly these two ranges of the NVM window
-    // (slots 2 and 3), mapped by PMP, and no other task.
+    // SAFETY: the app grants this task these two eternal areas of the NVM, mapped by
+    // PMP, and no other task.
     let (mut ring_nvm, fram_nvm) = unsafe {
         (
-            MmioNvm::new(RING_BASE as *mut u8, RING_LEN),
-            MmioNvm::new(FRAM_BASE as *mut u8, FRAM_PART.size()),
+            MmioNvm::new(RING.base as *mut u8, RING.len as u32),
+            MmioNvm::new(FRAM.base as *mut u8, FRAM_PART.size()),
         )
     };
     let chip = EmuFram::new(FRAM_PART, fram_nvm, CYCLES_PER_BYTE, spend)
@@ -87,7 +92,7 @@ fn main() {
     let mut fram: Device = Fram::new(chip, FRAM_PART);
     let region = Region {
         offset: 0,
-        len: RING_LEN,
+        len: RING.len as u32,
     };
     commit_watch(
         watch.as_ptr() as usize as u32,
@@ -98,13 +103,12 @@ fn main() {
         WatchFlags::SERVES_PERSIST,
     )
     .expect("commit watch");
-    // SAFETY: the app grants this task [DRIVER_RAM, DRIVER_RAM + DRIVER_RAM_BYTES) with
-    // read and write (slot 4), mapped by PMP; its first INDEX_BYTES are granted to no
-    // other task, and nothing else in this task refers to them. `PendingEntry` is three
-    // u32s (any bit pattern valid, 4-aligned like the base), and the index is emptied
-    // by the open below before it is read.
+    // SAFETY: the app grants this task `spi` with read and write, mapped by PMP; its
+    // first INDEX_BYTES are granted to no other task, and nothing else in this task
+    // refers to them. `PendingEntry` is three u32s (any bit pattern valid, 4-aligned
+    // like the base), and the index is emptied by the open below before it is read.
     let slots =
-        unsafe { core::slice::from_raw_parts_mut(DRIVER_RAM as *mut PendingEntry, INDEX_SLOTS) };
+        unsafe { core::slice::from_raw_parts_mut(SPI.base as *mut PendingEntry, INDEX_SLOTS) };
     // A fresh start: nothing was ever visible, so the ring starts empty.
     Ring::format(&mut ring_nvm, region).expect("format the ring");
     let (mut ring, _) = IndexedRing::open(&mut ring_nvm, &mut fram, region, RingIndex(0), slots)
@@ -135,12 +139,17 @@ fn main() {
         };
         events(&mut ring, &mut ring_nvm, &mut fram, watch, &mut applies);
         let (op, addr, len) = (w[0], w[1], w[2] as usize);
-        let status = match buffer_of(badge) {
+        // The client says where it has its buffer: the app must have granted it the
+        // part of `spi` its badge names.
+        let shared = buffer_offset(badge)
+            .map(|at| SPI.base + at)
+            .filter(|&at| at == w[3] as usize);
+        let status = match shared {
             Some(shared) if len <= MAX_CHUNK => match op {
                 OP_WRITE => {
                     // SAFETY: `shared` is this client's buffer, MAX_CHUNK bytes inside
-                    // the range the app grants this task (slot 4) and, of the other
-                    // tasks, to that client alone, which is blocked in its Call.
+                    // `spi` and, of the other tasks, granted to that client alone,
+                    // which is blocked in its Call.
                     unsafe {
                         core::ptr::copy_nonoverlapping(shared as *const u8, buf.as_mut_ptr(), len)
                     };

@@ -8,7 +8,7 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_spi_api::{Client, SpiError};
-use amber_user::{checkpoint, println, signalled, watch_restores};
+use amber_user::{checkpoint, memory, println, signalled, watch_restores};
 
 amber_user::main!(main);
 
@@ -27,9 +27,9 @@ fn main() {
     // stopped for a checkpoint.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
     watch_restores(watch, NOTIFICATION, RESTORED).expect("commit watch");
-    // SAFETY: the app grants this task, and the driver alone, the buffer of badge 1,
-    // with the SPI endpoint capability of badge 1; nothing else here uses it.
-    let mut spi = unsafe { Client::new(SPI, 1) }.expect("badge 1 has a buffer");
+    // SAFETY: the app grants this task, and the driver alone, its part of `spi`, with
+    // the SPI endpoint capability of its badge; nothing else here uses it.
+    let mut spi = unsafe { Client::new(SPI, memory!("SPI")) }.expect("a buffer of MAX_CHUNK");
     loop {
         if signalled(NOTIFICATION, RESTORED) {
             println!("writer: restored at {}", watch[0]);

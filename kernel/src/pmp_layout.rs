@@ -10,10 +10,12 @@
 
 use core::fmt;
 
-/// Number of PMP entries on the ESP32-C3 and on QEMU `virt`.
+/// PMP entries this layout fills (the ESP32-C3 and QEMU `virt` have 16; a board's
+/// memory map says how many it has).
 pub const PMP_ENTRIES: usize = 16;
-/// Regions that fit, at two entries each.
-pub const MAX_REGIONS: usize = PMP_ENTRIES / 2;
+/// Regions a task may have: the kernel's limit, which must fit at two entries each.
+pub const MAX_REGIONS: usize = amber_core::MAX_REGIONS;
+const _: () = assert!(2 * MAX_REGIONS <= PMP_ENTRIES);
 
 const CFG_R: u8 = 1 << 0;
 const CFG_W: u8 = 1 << 1;
@@ -180,26 +182,26 @@ mod tests {
 
     #[test]
     fn a_layout_allows_exactly_its_regions_with_their_permissions() {
-        let code = TorRegion::new(0x8100_0000, 0x1000, true, false, true).unwrap();
-        let data = TorRegion::new(0x8180_0000, 0x800, true, true, false).unwrap();
+        let code = TorRegion::new(0x2000_0000, 0x1000, true, false, true).unwrap();
+        let data = TorRegion::new(0x2800_0000, 0x800, true, true, false).unwrap();
         let img = PmpImage::layout(&[code, data]).unwrap();
-        assert!(img.allows(0x8100_0000, 4, want::EXEC | want::READ));
+        assert!(img.allows(0x2000_0000, 4, want::EXEC | want::READ));
         assert!(
-            !img.allows(0x8100_0000, 4, want::WRITE),
+            !img.allows(0x2000_0000, 4, want::WRITE),
             "code must not be writable"
         );
-        assert!(img.allows(0x8180_07FC, 4, want::WRITE));
+        assert!(img.allows(0x2800_07FC, 4, want::WRITE));
         assert!(
-            !img.allows(0x8180_07FE, 4, want::READ),
+            !img.allows(0x2800_07FE, 4, want::READ),
             "an access straddling the end is denied"
         );
         assert!(
-            !img.allows(0x8000_0000, 4, want::READ),
-            "kernel memory is never reachable"
+            !img.allows(0x1FFF_FFFC, 4, want::READ),
+            "memory outside every region is never reachable"
         );
         assert!(
-            !img.allows(0x1000_0000, 1, want::READ),
-            "devices not granted are unreachable"
+            !img.allows(0x3000_0000, 1, want::READ),
+            "nor is memory past them"
         );
     }
 
