@@ -19,6 +19,7 @@
 //! `amber.` word this file does not know is an error, so a typo never goes unnoticed.
 //! Parsing must never panic, whatever the command line holds.
 
+pub use amber_nvm::CutAt;
 use core::fmt;
 use log::LevelFilter;
 
@@ -45,15 +46,6 @@ pub enum MemTrack {
     Protect,
     /// Every checkpoint copies all task RAM.
     Copy,
-}
-
-/// A power cut injected at an NVM store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CutAt {
-    /// The store (counted from 1 since boot) that is torn.
-    pub store: u64,
-    /// Bytes of that store that reach NVM.
-    pub keep: usize,
 }
 
 /// The parsed options.

@@ -10,7 +10,7 @@
 pub enum ExitCode {
     /// A kernel invariant broke (`panic!`).
     Panic = 1,
-    /// No NVM device (ivshmem-plain) was found on the PCI bus.
+    /// The board found no NVM device.
     NoNvmDevice = 2,
     /// The NVM holds something the kernel will not use without `--format`.
     NvmRefused = 3,

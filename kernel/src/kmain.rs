@@ -7,12 +7,12 @@
 
 use crate::board::{Board, Chosen};
 use crate::bootargs::{self, Mode};
-use crate::cut::CutNvm;
 use crate::exit::ExitCode;
 use crate::system::{self, SystemNvm};
 use crate::{arch, console, heap};
 use alloc::vec::Vec;
 use amber_format::{FormatPolicy, NvmHeader, Opened};
+use amber_nvm::CutNvm;
 use amber_nvm::Nvm;
 use core::fmt::Display;
 use log::{error, info};

@@ -123,42 +123,44 @@ impl PmpImage {
         }
         Ok(img)
     }
-
-    /// Whether U-mode may perform an access of `len` bytes at `addr` with the given
-    /// permission bits, by the PMP rules (lowest matching entry decides; no match
-    /// denies). Used by tests to check a layout means what it should.
-    pub fn allows(&self, addr: u32, len: u32, want: u8) -> bool {
-        let end = addr as u64 + len as u64;
-        for i in 0..PMP_ENTRIES {
-            let cfg = (self.cfg[i / 4] >> (8 * (i % 4))) as u8;
-            if cfg & 0b1_1000 != CFG_TOR {
-                continue;
-            }
-            let lo = if i == 0 {
-                0
-            } else {
-                (self.addr[i - 1] as u64) << 2
-            };
-            let hi = (self.addr[i] as u64) << 2;
-            if (addr as u64) < hi && end > lo {
-                // Matching requires the whole access inside the entry.
-                return addr as u64 >= lo && end <= hi && cfg & want == want;
-            }
-        }
-        false
-    }
-}
-
-/// Permission bits for [`PmpImage::allows`].
-pub mod want {
-    pub const READ: u8 = super::CFG_R;
-    pub const WRITE: u8 = super::CFG_W;
-    pub const EXEC: u8 = super::CFG_X;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl PmpImage {
+        /// Whether U-mode may perform an access of `len` bytes at `addr` with the given
+        /// permission bits, by the PMP rules (lowest matching entry decides; no match
+        /// denies). Used by tests to check a layout means what it should.
+        pub fn allows(&self, addr: u32, len: u32, want: u8) -> bool {
+            let end = addr as u64 + len as u64;
+            for i in 0..PMP_ENTRIES {
+                let cfg = (self.cfg[i / 4] >> (8 * (i % 4))) as u8;
+                if cfg & 0b1_1000 != CFG_TOR {
+                    continue;
+                }
+                let lo = if i == 0 {
+                    0
+                } else {
+                    (self.addr[i - 1] as u64) << 2
+                };
+                let hi = (self.addr[i] as u64) << 2;
+                if (addr as u64) < hi && end > lo {
+                    // Matching requires the whole access inside the entry.
+                    return addr as u64 >= lo && end <= hi && cfg & want == want;
+                }
+            }
+            false
+        }
+    }
+
+    /// Permission bits for [`PmpImage::allows`].
+    pub mod want {
+        pub const READ: u8 = super::super::CFG_R;
+        pub const WRITE: u8 = super::super::CFG_W;
+        pub const EXEC: u8 = super::super::CFG_X;
+    }
 
     #[test]
     fn invalid_regions_cannot_be_made() {

@@ -15,10 +15,12 @@
 #[cfg(feature = "sim")]
 extern crate alloc;
 
+mod cut;
 mod mmio;
 #[cfg(feature = "sim")]
 pub mod sim;
 
+pub use cut::{CutAt, CutNvm};
 pub use mmio::MmioNvm;
 
 use core::fmt;

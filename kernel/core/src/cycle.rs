@@ -1,26 +1,19 @@
-//! The checkpoint cycle's state, and the words the glue and the core speak about it:
-//! when a checkpoint is due (periodic interval, a task's request, the power-failure
-//! interrupt, a restore), the persist phase in progress before it, the watched values
-//! read for the checkpoint being written, and whether to halt after it. None of it is
-//! an object or part of any record: it belongs to the attempt under way and is gone
-//! after a restore. Plain state and pure transitions; `ops/checkpoint.rs` moves it on
-//! together with the threads, and this file must never reach into the arena.
+//! The checkpoint cycle's state and the words the glue and the core speak about it:
+//! when a checkpoint is due, the persist phase before it, the watched values read for
+//! it, and whether to halt after it. None of it is an object or in any record; it is
+//! gone after a restore. Plain state and pure transitions (`ops/checkpoint.rs` moves
+//! it on with the threads); this file must never reach into the arena.
 
 use crate::{ids::ThreadId, obj::Watch, MAX_OBJECTS};
 
-/// What a checkpoint is for.
+/// What a checkpoint is for. After a `Restore` the persist callbacks rebuild what the
+/// checkpoint leaves out before anyone else runs (no checkpoint without callbacks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cause {
-    /// The first checkpoint of a freshly booted app.
     Boot,
-    /// The periodic interval passed.
     Periodic,
-    /// A task called `Checkpoint`.
     Requested,
-    /// The power is failing: halt once it is written.
     PowerFailure,
-    /// The system was just restored: the persist callbacks rebuild what the
-    /// checkpoint leaves out before anyone else runs (no checkpoint without them).
     Restore,
 }
 
@@ -37,45 +30,38 @@ impl Cause {
     }
 }
 
-/// Something that happened that may move the cycle on.
+/// What happened that may move the cycle on: the app booted fresh (its first
+/// checkpoint is due) or was restored, a tick or a syscall was handled, the power is
+/// failing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CheckpointEvent {
-    /// The app was booted fresh: its first checkpoint is due.
     Booted,
-    /// The system was restored from a checkpoint.
     Restored,
-    /// A timer tick (after `Kernel::tick`).
     Tick,
-    /// A syscall was handled (after `Kernel::syscall`).
     Syscall,
-    /// The power-failure interrupt.
     PowerFailure,
 }
 
-/// How the cycle runs, set once at boot ([`crate::Kernel::configure_checkpoints`]).
+/// How the cycle runs, set at boot ([`crate::Kernel::configure_checkpoints`]): ticks
+/// between periodic checkpoints (0 = none), ticks a persist phase may run before it
+/// is given up, the last committed version, and a test hook (`amber.pfi=V`: the
+/// power-failure interrupt arrives as checkpoint V becomes due).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckpointConfig {
-    /// Ticks between periodic checkpoints; 0 = none.
     pub interval_ticks: u32,
-    /// The longest a persist phase may run, in ticks, before it is given up.
     pub persist_timeout_ticks: u64,
-    /// The version of the last committed checkpoint.
     pub committed: u64,
-    /// A test hook (`amber.pfi=V`): the power-failure interrupt arrives as checkpoint
-    /// V becomes due, so that it lands in a chosen persist phase.
     pub power_failure_at: Option<u64>,
 }
 
-/// What the glue must do next.
+/// What the glue must do next: run on; write the checkpoint now, before any thread
+/// runs, and report with [`crate::Kernel::checkpoint_written`]; or halt (the power is
+/// failing and the cycle is done).
 #[must_use]
 #[derive(Debug, PartialEq, Eq)]
 pub enum Step {
-    /// Go on running tasks.
     Run,
-    /// Write the checkpoint now, before any thread runs, and report with
-    /// [`crate::Kernel::checkpoint_written`].
     Write(Attempt),
-    /// Halt the machine: the power is failing and the cycle is done.
     Halt(Halt),
 }
 
@@ -101,51 +87,45 @@ impl Attempt {
     }
 }
 
-/// How a completed persist phase went, for the power-failure report.
+/// How a completed persist phase went: what it took on `Platform::counter`, and the
+/// sum of the instruction bounds the callbacks declared (0 = none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PersistEnd {
-    /// What the phase took on the platform's counter (`Platform::counter`).
     pub counted: u64,
-    /// The sum of the instruction bounds the callbacks declared (0 = none declared).
     pub declared_bound: u64,
 }
 
-/// What became of the power failure's checkpoint.
+/// What became of the power failure's checkpoint: it committed, writing it failed,
+/// its persist phase overran and was given up, or the power failed before the app was
+/// up and there was nothing to save.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HaltOutcome {
-    /// It committed.
     Committed,
-    /// Writing it failed: the last committed checkpoint stands.
     Failed,
-    /// Its persist phase overran its bound and was given up: no checkpoint.
     GaveUp,
-    /// The power failed before the app was up: there was nothing to save.
     NothingToSave,
 }
 
-/// The end of a power failure, for the report before the machine halts.
+/// The end of a power failure, for the report before the machine halts:
+/// `Platform::counter` at the interrupt, the persist phase before the checkpoint
+/// (`None`: no callbacks persisted), and what became of the checkpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Halt {
-    /// `Platform::counter` at the interrupt.
     pub interrupted_at: u64,
-    /// The persist phase before the checkpoint; `None` = no callbacks persisted.
     pub persisted: Option<PersistEnd>,
-    /// What became of the checkpoint.
     pub outcome: HaltOutcome,
 }
 
-/// The persist phase in progress. Threads are named by arena index in a 64-bit set.
+/// The persist phase in progress: the callbacks (by arena index, in a 64-bit set)
+/// asked to persist that have not called `PersistDone`, the sum of the bounds they
+/// declared, the checkpoint that follows, and `Platform::now_ticks` and
+/// `Platform::counter` when it began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PersistPhase {
-    /// A phase is in progress.
     pub(crate) active: bool,
-    /// Callbacks asked to persist that have not called `PersistDone`.
     pub(crate) waiting: u64,
-    /// The sum of the bounds the callbacks declared in `PersistDone` (instructions).
     pub(crate) declared: u64,
-    /// The checkpoint that follows the phase.
     pub(crate) cause: Cause,
-    /// `Platform::now_ticks` and `Platform::counter` when it began.
     pub(crate) began: (u64, u64),
 }
 
@@ -175,18 +155,17 @@ pub(crate) struct Snapshot {
     pub(crate) value: u64,
 }
 
-/// The cycle's state.
+/// The cycle's state: ticks since the last commit (or a phase given up), a task's
+/// request not taken up yet, the phase, the watched values read for the checkpoint
+/// being written (by thread index), and `Platform::counter` at the power-failure
+/// interrupt (halt after this attempt).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CheckpointCycle {
     pub(crate) config: CheckpointConfig,
-    /// Ticks since the last checkpoint committed (or a phase was given up).
     pub(crate) since: u32,
-    /// A task called `Checkpoint` and the cycle has not taken it up yet.
     pub(crate) requested: bool,
     pub(crate) phase: PersistPhase,
-    /// The watched values read for the checkpoint being written, by thread index.
     pub(crate) pending: [Option<Snapshot>; MAX_OBJECTS],
-    /// `Platform::counter` at the power-failure interrupt: halt after this attempt.
     pub(crate) halt_at: Option<u64>,
 }
 

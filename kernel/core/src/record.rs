@@ -56,49 +56,33 @@ impl fmt::Display for InvariantViolation {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RestoreError {
     /// The item id is not an arena index.
-    ItemOutOfRange {
-        /// Item id.
-        item: u16,
-    },
+    ItemOutOfRange { item: u16 },
     /// Two records for the same item.
-    DuplicateItem {
-        /// Item id.
-        item: u16,
-    },
+    DuplicateItem { item: u16 },
     /// The record ends before its layout does.
-    Truncated {
-        /// Item id.
-        item: u16,
-    },
+    Truncated { item: u16 },
     /// The record is longer than its layout.
-    TrailingBytes {
-        /// Item id.
-        item: u16,
-    },
+    TrailingBytes { item: u16 },
     /// The record's layout version is not the one this kernel reads.
     BadVersion {
-        /// Item id.
         item: u16,
         /// The version found.
         version: u8,
     },
     /// The kind byte is no object kind.
     BadKind {
-        /// Item id.
         item: u16,
         /// The byte found.
         kind: u8,
     },
     /// An object id past the arena.
     BadObjId {
-        /// Item id.
         item: u16,
         /// The value found.
         value: u16,
     },
     /// An enum tag with no meaning.
     BadTag {
-        /// Item id.
         item: u16,
         /// Which field.
         field: &'static str,
@@ -108,7 +92,6 @@ pub enum RestoreError {
     /// A field whose value is out of its range (a priority, rights bits, a name, a
     /// slot, unused bytes that are not zero).
     BadValue {
-        /// Item id.
         item: u16,
         /// Which field.
         field: &'static str,

@@ -142,60 +142,27 @@ pub enum BootError {
     /// More than [`crate::MAX_TASKS`] tasks.
     TooManyTasks,
     /// The name is empty or longer than [`crate::MAX_NAME`] bytes.
-    BadName {
-        /// Task index.
-        task: usize,
-    },
+    BadName { task: usize },
     /// Two tasks share a name.
-    DuplicateTask {
-        /// Task index of the second.
-        task: usize,
-    },
+    DuplicateTask { task: usize },
     /// Priority not below [`crate::NUM_PRIORITIES`].
-    BadPriority {
-        /// Task index.
-        task: usize,
-    },
+    BadPriority { task: usize },
     /// A region is empty, wraps, or has rights other than READ/WRITE/EXEC.
-    BadRegion {
-        /// Task index.
-        task: usize,
-    },
+    BadRegion { task: usize },
     /// Own regions plus MemObj caps exceed [`crate::MAX_REGIONS`].
-    TooManyRegions {
-        /// Task index.
-        task: usize,
-    },
+    TooManyRegions { task: usize },
     /// More caps than [`crate::SLOTS`].
-    TooManyCaps {
-        /// Task index.
-        task: usize,
-    },
+    TooManyCaps { task: usize },
     /// A `CapSpec::Task` names no task.
-    UnknownTask {
-        /// Task index of the holder.
-        task: usize,
-    },
+    UnknownTask { task: usize },
     /// One name is used for an endpoint and a notification.
-    NameKindClash {
-        /// Task index.
-        task: usize,
-    },
+    NameKindClash { task: usize },
     /// Two caps name the same irq.
-    IrqTwice {
-        /// Task index of the second.
-        task: usize,
-    },
+    IrqTwice { task: usize },
     /// A MemObj or NvmRegion is empty or wraps.
-    BadRange {
-        /// Task index.
-        task: usize,
-    },
+    BadRange { task: usize },
     /// Rights contain unknown bits.
-    BadRights {
-        /// Task index.
-        task: usize,
-    },
+    BadRights { task: usize },
     /// The object arena is full.
     OutOfObjects,
 }

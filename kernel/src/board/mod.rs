@@ -31,72 +31,58 @@ mod contract {
     use amber_nvm::Nvm;
     use core::fmt;
 
-    /// What an interrupt turned out to be, once the board has decoded and served it.
+    /// What an interrupt turned out to be, once the board decoded and served it: the
+    /// tick, device interrupt n for its task (masked until the task acknowledges it),
+    /// the power failing, a byte on the console.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum Event {
-        /// The periodic tick ([`Board::TICK_MS`]).
         Tick,
-        /// Device interrupt `n` for the task that owns it; it stays masked until the
-        /// task acknowledges it ([`Board::irq_complete`]).
         Irq(u32),
-        /// The power is failing: checkpoint and halt.
         PowerFailure,
-        /// A byte arrived on the console.
         ConsoleInput(u8),
     }
 
-    /// The board contract. Every function runs with interrupts off; none may
-    /// allocate. A board holds means, never policy (what to do with a byte, when to
-    /// checkpoint): that is the kernel's.
+    /// The board contract. Every function runs with interrupts off and never
+    /// allocates; a board holds the means, never policy (what to do with a byte, when
+    /// to checkpoint).
     pub trait Board {
-        /// The board's name, for the boot line.
+        /// The board's name, where memory is, and the period of [`Event::Tick`].
         const NAME: &'static str;
-        /// Where memory is.
         const MAP: MemoryMap;
-        /// Milliseconds between [`Event::Tick`]s.
         const TICK_MS: u32;
 
-        /// The console UART.
         type Console: fmt::Write + 'static;
-        /// The NVM device as the kernel reaches it.
         type Nvm: Nvm;
-        /// Why no NVM could be set up.
         type NvmError: fmt::Display;
 
-        /// The console, behind its lock (taken only with interrupts off). Usable
-        /// after [`Board::init_console`].
+        /// The console behind its lock (taken with interrupts off), after
+        /// [`Board::init_console`], which runs first of all.
         fn console() -> &'static spin::Mutex<Self::Console>;
-        /// Sets the console up; called first of all.
         fn init_console();
-        /// The boot options (the kernel command line) as the board's boot protocol
+        /// The boot options (kernel command line) as the board's boot protocol
         /// carries them; `boot` is what the loader left in a0 and a1.
         fn boot_options(boot: [usize; 2]) -> &'static str;
         /// Finds the NVM device and makes it reachable.
         fn nvm() -> Result<Self::Nvm, Self::NvmError>;
-        /// Starts the tick and the interrupt sources the board itself serves (the
-        /// console), and enables interrupts.
+        /// Starts the tick and the sources the board serves itself (the console),
+        /// and enables interrupts.
         fn start_interrupts();
-        /// Claims and decodes the interrupt the CPU took with cause `cause`, serving
-        /// what the board owns (the console, the tick's timer), and reports each
-        /// event it found.
+        /// Claims and decodes the interrupt the CPU took with cause `cause`, serves
+        /// what the board owns, and reports each event it found.
         fn claim(cause: u32, event: impl FnMut(Event));
-        /// Routes device interrupt `irq` to the CPU (at a driver's first wait);
-        /// false when the board has no such source.
+        /// Routes device interrupt `irq` to the CPU (false: no such source), and lets
+        /// it fire again once its driver acknowledged it.
         fn irq_enable(irq: u32) -> bool;
-        /// Lets device interrupt `irq` fire again (the driver acknowledged it).
         fn irq_complete(irq: u32);
-        /// Milliseconds since reset.
         fn uptime_ms() -> u64;
-        /// The CPU's cycle or instruction counter.
+        /// The CPU's cycle or instruction counter, whether it counts retired
+        /// instructions exactly (QEMU: only under `-icount`, which the launcher tells
+        /// with `amber.icount`), and letting tasks read it.
         fn counter() -> u64;
-        /// Whether [`Board::counter`] counts retired instructions exactly (on QEMU
-        /// only under `-icount`, which the launcher tells with `amber.icount`).
         fn counter_exact() -> bool;
-        /// Lets tasks read the counters.
         fn enable_user_counters();
-        /// Stops the machine with a failure code.
+        /// Stops the machine, with a failure code or with success.
         fn exit(code: ExitCode) -> !;
-        /// Stops the machine with success.
         fn exit_success() -> !;
     }
 }

@@ -20,7 +20,6 @@ pub use startup::start;
 use crate::app;
 use crate::arch::{self, Trap, TrapHandler};
 use crate::board::{Board, Chosen, Event};
-use crate::cut::CutNvm;
 use crate::exit::ExitCode;
 use crate::kmain::fatal;
 use crate::writer::{CheckpointWriter, Written};
@@ -28,6 +27,7 @@ use amber_core::{
     Attempt, Cause, CheckpointEvent, Context, Fault, Halt, HaltOutcome, Kernel, Platform, Step,
     ThreadId, MAX_TASKS,
 };
+use amber_nvm::CutNvm;
 use log::{error, info};
 use task_memory::{PmpCache, TaskMemory};
 

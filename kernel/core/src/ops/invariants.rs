@@ -75,6 +75,14 @@ impl Kernel {
         }
         for (id, o) in self.objects.iter() {
             let i = id.index();
+            let check = |ok: bool, what: &'static str| ensure(ok, what, i);
+            // Every object but a task's (CapGroup, Thread) lives only while named.
+            if !matches!(o, Object::Free | Object::CapGroup(_) | Object::Thread(_)) {
+                check(
+                    named[i],
+                    "every object lives only while a capability names it",
+                )?;
+            }
             match o {
                 Object::Free => {}
                 Object::CapGroup(g) => {
@@ -85,56 +93,42 @@ impl Kernel {
                                 .flatten()
                                 .any(|c| c.obj == id && c.parent.is_none())
                         });
-                        ensure(
+                        check(
                             in_root,
                             "the root holds an original capability to every task's CapGroup",
-                            i,
                         )?;
                         let owns = g.thread.is_some_and(
                             |t| matches!(self.obj(t.obj()), Object::Thread(th) if th.group == id),
                         );
-                        ensure(
+                        check(
                             owns,
                             "every task CapGroup owns a thread that points back to it",
-                            i,
                         )?;
                     }
-                    ensure(
+                    check(
                         self.region_count(id) <= MAX_REGIONS,
                         "a task has at most MAX_REGIONS memory regions",
-                        i,
                     )?;
-                    ensure(
+                    check(
                         g.regions.iter().flatten().all(|r| r.is_valid()),
                         "own regions are well formed",
-                        i,
                     )?;
                 }
                 Object::Thread(th) => {
                     let owned = self
                         .group(th.group)
                         .is_some_and(|g| g.thread == Some(ThreadId(id)));
-                    ensure(
-                        owned,
-                        "every thread belongs to the CapGroup that names it",
-                        i,
-                    )?;
+                    check(owned, "every thread belongs to the CapGroup that names it")?;
                     self.check_thread(ThreadId(id))?;
                 }
                 Object::Timer(tm) => {
                     if let Some((n, bits)) = tm.target {
-                        ensure(
+                        check(
                             matches!(self.obj(n), Object::Notification(_)),
                             "an armed timer targets a live notification",
-                            i,
                         )?;
-                        ensure(bits != 0, "an armed timer signals nonzero bits", i)?;
+                        check(bits != 0, "an armed timer signals nonzero bits")?;
                     }
-                    ensure(
-                        named[i],
-                        "every object lives only while a capability names it",
-                        i,
-                    )?;
                 }
                 Object::Irq(n) => {
                     let dup = self
@@ -142,48 +136,21 @@ impl Kernel {
                         .iter()
                         .filter(|(_, o)| matches!(o, Object::Irq(m) if m.irq == n.irq))
                         .count();
-                    ensure(
-                        dup == 1,
-                        "each irq number has at most one IrqNotification",
-                        i,
-                    )?;
-                    ensure(
-                        named[i],
-                        "every object lives only while a capability names it",
-                        i,
-                    )?;
+                    check(dup == 1, "each irq number has at most one IrqNotification")?;
                 }
                 Object::MemObj(m) => {
-                    ensure(
+                    check(
                         m.len != 0 && m.base.checked_add(m.len - 1).is_some(),
                         "a MemObj range is nonempty and does not wrap",
-                        i,
-                    )?;
-                    ensure(
-                        named[i],
-                        "every object lives only while a capability names it",
-                        i,
                     )?;
                 }
                 Object::NvmRegion(n) => {
-                    ensure(
+                    check(
                         n.len != 0 && n.offset.checked_add(n.len - 1).is_some(),
                         "an NvmRegion is nonempty and does not wrap",
-                        i,
-                    )?;
-                    ensure(
-                        named[i],
-                        "every object lives only while a capability names it",
-                        i,
                     )?;
                 }
-                Object::Endpoint(_) | Object::Notification(_) => {
-                    ensure(
-                        named[i],
-                        "every object lives only while a capability names it",
-                        i,
-                    )?;
-                }
+                Object::Endpoint(_) | Object::Notification(_) => {}
             }
         }
         let newest = self.thread_ids().map(|t| self.thread(t).seq).max();
@@ -221,61 +188,55 @@ impl Kernel {
     fn check_thread(&self, t: ThreadId) -> Result<(), InvariantViolation> {
         let th = self.thread(t);
         let i = t.index();
+        let check = |ok: bool, what: &'static str| ensure(ok, what, i);
         let kind_is = |o: ObjId, k: ObjKind| self.kind_of(o) == Some(k);
         match th.state {
             ThreadState::Blocked(Block::Send { ep, .. })
             | ThreadState::Blocked(Block::Recv { ep }) => {
-                ensure(
+                check(
                     kind_is(ep, ObjKind::Endpoint),
                     "a thread blocked on IPC waits on a live endpoint",
-                    i,
                 )?;
             }
             ThreadState::Blocked(Block::Notification { obj }) => {
-                ensure(
+                check(
                     kind_is(obj, ObjKind::Notification),
                     "a waiting thread waits on a live notification",
-                    i,
                 )?;
                 let bits = match self.obj(obj) {
                     Object::Notification(n) => n.bits,
                     _ => 0,
                 };
-                ensure(
+                check(
                     bits == 0,
                     "nobody waits on a notification that has bits pending",
-                    i,
                 )?;
             }
             ThreadState::Blocked(Block::Irq { obj }) => {
-                ensure(
+                check(
                     kind_is(obj, ObjKind::IrqNotification),
                     "an irq waiter waits on a live IrqNotification",
-                    i,
                 )?;
             }
             ThreadState::Blocked(Block::Reply { server }) => {
                 let linked =
                     matches!(self.obj(server.obj()), Object::Thread(s) if s.reply_to == Some(t));
-                ensure(
+                check(
                     linked,
                     "a thread waiting for a reply is its server's reply_to",
-                    i,
                 )?;
             }
             ThreadState::Blocked(Block::Checkpoint) | ThreadState::Ready | ThreadState::Exited => {}
         }
         if let Some(w) = th.watch {
-            ensure(
+            check(
                 kind_is(w.notif, ObjKind::Notification),
                 "a commit watch signals a live notification",
-                i,
             )?;
-            ensure(w.ptr != 0, "a commit watch has a nonzero pointer", i)?;
-            ensure(
+            check(w.ptr != 0, "a commit watch has a nonzero pointer")?;
+            check(
                 th.state != ThreadState::Exited,
                 "an exited thread has no commit watch",
-                i,
             )?;
         }
         if let Some(c) = th.reply_to {
@@ -283,10 +244,9 @@ impl Kernel {
                 self.obj(c.obj()),
                 Object::Thread(ct) if ct.state == ThreadState::Blocked(Block::Reply { server: t })
             );
-            ensure(
+            check(
                 waits,
                 "a reply_to names a thread waiting for this thread's reply",
-                i,
             )?;
         }
         Ok(())

@@ -1,12 +1,19 @@
-//! Injected power cuts (`amber.cut=K:B`): an `Nvm` wrapper that counts stores and, at
-//! the K-th, lets only its first B bytes reach NVM and then stops the machine at once,
-//! exactly as a power failure in the middle of that store would.
-//!
-//! The crash harness uses it to cut at chosen stores, reproducibly; SIGKILL of QEMU
-//! gives the random instants. This wrapper must never change a store it does not cut.
+//! Injected power cuts on a device: an `Nvm` wrapper that counts stores and, at the
+//! chosen one, lets only its first bytes reach NVM and then stops the machine at once,
+//! exactly as a power failure in the middle of that store would (the kernel's boot
+//! option `amber.cut=K:B`). The crash harness uses it to cut at chosen stores,
+//! reproducibly; SIGKILL of QEMU gives the random instants. (The host's [`crate::sim`]
+//! cuts simulated devices.) This wrapper must never change a store it does not cut.
 
-use crate::bootargs::CutAt;
-use amber_nvm::{Nvm, NvmError};
+use crate::{Nvm, NvmError};
+
+/// A power cut at a store: the `store`-th (counted from 1) reaches NVM with only its
+/// first `keep` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CutAt {
+    pub store: u64,
+    pub keep: usize,
+}
 
 /// An `Nvm` that may be cut at one store.
 pub struct CutNvm<N> {
@@ -68,7 +75,7 @@ impl<N: Nvm> Nvm for CutNvm<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use amber_nvm::sim::VecNvm;
+    use crate::sim::VecNvm;
 
     fn stop() -> ! {
         panic!("power cut")
