@@ -12,7 +12,7 @@
 mod memory;
 mod startup;
 
-pub use startup::start;
+pub use startup::{check_app, start};
 
 use memory::{first_write, program_pmp, Phys, PMP_FOR};
 
@@ -57,8 +57,7 @@ mod app {
     pub static TASKS: &[TaskImage] = &[];
 }
 
-/// The maximum number of tasks an app may have.
-pub const MAX_TASKS: usize = 8;
+pub use crate::MAX_TASKS;
 /// Milliseconds per timer tick (board tick period).
 const TICK_MS: u32 = 10;
 /// Print checkpoint totals every this many checkpoints.
