@@ -36,7 +36,9 @@ pub extern "C" fn kmain(_hartid: usize, dtb: usize) -> ! {
     let cmdline = board::bootargs(dtb);
     let args = bootargs::parse(cmdline).unwrap_or_else(|e| fatal(ExitCode::BadBootArgs, e));
     console::set_level(args.log);
-    info!("Amber on QEMU virt (RV32IMC, M-mode); boot options `{cmdline}`");
+    // `parse` accepted it: it is UTF-8.
+    let shown = core::str::from_utf8(cmdline).unwrap_or_default();
+    info!("Amber on QEMU virt (RV32IMC, M-mode); boot options `{shown}`");
     heap_self_check();
 
     let run_app = args.mode == Mode::Normal && task::have_tasks();

@@ -94,7 +94,12 @@ fn pump(
 impl Qemu {
     /// Starts the machine; the console is read continuously from then on.
     pub fn boot(machine: &Machine) -> Qemu {
-        let mut cmd = machine.command().unwrap_or_else(|e| panic!("{e}"));
+        Qemu::spawn(machine.command().unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// Starts a QEMU command line built by hand (one `Machine` cannot express, such as
+    /// boot options that are not UTF-8).
+    pub fn spawn(mut cmd: std::process::Command) -> Qemu {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
