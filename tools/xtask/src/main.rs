@@ -7,7 +7,9 @@
 
 mod app;
 
-use amber_qemu::{ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE};
+use amber_qemu::{
+    check_nvm_size, ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -247,6 +249,11 @@ fn run(args: &[String]) -> Result<(), String> {
         }
     }
     find_qemu().map_err(|e| e.to_string())?;
+    // Before the build: an image QEMU or the kernel would not take is named at once.
+    match std::fs::metadata(&nvm) {
+        Ok(m) => check_nvm_size(m.len()).map_err(|e| format!("--nvm {}: {e}", nvm.display()))?,
+        Err(_) => check_nvm_size(size).map_err(|e| format!("--nvm-size {size}: {e}"))?,
+    }
     let kernel = build_app(&app)?;
     if ensure_nvm_image(&nvm, size).map_err(|e| format!("cannot create {}: {e}", nvm.display()))? {
         eprintln!(
