@@ -6,10 +6,9 @@
 //! hold logic that a test or the kernel needs.
 
 mod app;
+mod validate;
 
-use amber_qemu::{
-    check_nvm_size, ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE,
-};
+use amber_qemu::{check_nvm_size, ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -175,6 +174,7 @@ fn build_app(name: &str) -> Result<PathBuf, String> {
     let desc = root().join("user/apps").join(format!("{name}.toml"));
     let app = app::load(&desc)?;
     let placed = app::place(&app)?;
+    validate::check(&app, &placed, &desc)?;
     let out = root().join("target/amber/apps").join(name);
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
