@@ -263,7 +263,10 @@ mod tests {
             parse(b"amber.cut=3 amber.cut=3").is_err(),
             "even with the same value"
         );
-        assert!(parse(b"other=1 other=2").is_ok(), "words not ours are not ours to judge");
+        assert!(
+            parse(b"other=1 other=2").is_ok(),
+            "words not ours are not ours to judge"
+        );
     }
 
     #[test]

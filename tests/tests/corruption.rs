@@ -112,7 +112,9 @@ fn boot(machine: &amber_qemu::Machine) -> Verdict {
             }
             return Verdict::Refused(line);
         }
-        if line.contains("fresh start") || line.contains("KERNEL PANIC") || line.contains("refusing")
+        if line.contains("fresh start")
+            || line.contains("KERNEL PANIC")
+            || line.contains("refusing")
         {
             return Verdict::Broken(q.transcript());
         }
@@ -144,7 +146,13 @@ struct Tally {
 
 impl Tally {
     /// Checks a resumed boot; returns why it is wrong, if it is.
-    fn resumed(&mut self, b: &Baseline, version: u64, count: u64, warnings: &[String]) -> Option<String> {
+    fn resumed(
+        &mut self,
+        b: &Baseline,
+        version: u64,
+        count: u64,
+        warnings: &[String],
+    ) -> Option<String> {
         let g = b.committed;
         if count < b.printed {
             self.counters_below += 1;
@@ -160,7 +168,10 @@ impl Tally {
                 self.silent_rollbacks += 1;
                 return Some(format!("version {g} lost without a word: {warnings:?}"));
             }
-        } else if warnings.iter().any(|w| w.contains("restored from the twin")) {
+        } else if warnings
+            .iter()
+            .any(|w| w.contains("restored from the twin"))
+        {
             self.from_twin += 1;
         } else if warnings.is_empty() {
             // Every byte tried is checked by a CRC or compared with zero.
@@ -202,7 +213,11 @@ fn a_corrupted_byte_anywhere_in_the_checkpoint_area_loses_at_most_the_newest_ver
     let b = baseline(&machine, &image);
     let area = b.area;
     let live: Vec<&CopyPlace> = b.copies.iter().filter(|c| c.live).collect();
-    assert!(live.len() >= 8, "the counter app has more copies: {}", live.len());
+    assert!(
+        live.len() >= 8,
+        "the counter app has more copies: {}",
+        live.len()
+    );
 
     // Where the single bytes go: the commit record's two slots and the marker, the
     // descriptors of copies and the table at large, then every copy's data once and
@@ -214,14 +229,22 @@ fn a_corrupted_byte_anywhere_in_the_checkpoint_area_loses_at_most_the_newest_ver
         singles.push(byte_in(&mut rng, area + slot * slot_len, slot_len));
     }
     for _ in 0..IN_MARKER {
-        singles.push(byte_in(&mut rng, area + FORMAT_MARKER_OFFSET, FORMAT_MARKER_LEN as u32));
+        singles.push(byte_in(
+            &mut rng,
+            area + FORMAT_MARKER_OFFSET,
+            FORMAT_MARKER_LEN as u32,
+        ));
     }
     for _ in 0..IN_DESCRIPTORS {
         let c = b.copies[rng.below(b.copies.len() as u64) as usize];
         singles.push(byte_in(&mut rng, c.descriptor.offset, c.descriptor.len));
     }
     for _ in 0..IN_TABLE {
-        singles.push(byte_in(&mut rng, area + OROOT_OFFSET, EXTENT_OFFSET - OROOT_OFFSET));
+        singles.push(byte_in(
+            &mut rng,
+            area + OROOT_OFFSET,
+            EXTENT_OFFSET - OROOT_OFFSET,
+        ));
     }
     let with_data: Vec<&CopyPlace> = b.copies.iter().filter(|c| c.data.len > 0).collect();
     for c in &with_data {
@@ -299,7 +322,9 @@ fn a_corrupted_byte_anywhere_in_the_checkpoint_area_loses_at_most_the_newest_ver
             },
             Verdict::Refused(line) => {
                 d_refused += 1;
-                if !(line.contains(&format!("item {a} slot")) && line.contains(&format!("item {c} slot"))) {
+                if !(line.contains(&format!("item {a} slot"))
+                    && line.contains(&format!("item {c} slot")))
+                {
                     failures.push(format!("{what}: refused without naming both items: {line}"));
                 }
             }
@@ -340,5 +365,8 @@ fn a_corrupted_byte_anywhere_in_the_checkpoint_area_loses_at_most_the_newest_ver
         "{summary}\nfirst failures:\n{}",
         failures[..failures.len().min(5)].join("\n")
     );
-    assert!(t.rolled_back > 0 && t.from_twin > 0, "{summary}: the trials missed a case");
+    assert!(
+        t.rolled_back > 0 && t.from_twin > 0,
+        "{summary}: the trials missed a case"
+    );
 }

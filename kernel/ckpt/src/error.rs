@@ -145,7 +145,11 @@ pub enum Finding {
     /// rewritten from it. Nothing was lost.
     RepairedFromTwin { bad: BadCopy, twin_slot: u8 },
     /// An unreadable copy in a slot the resumed state does not use: erased.
-    Cleared { item: ItemId, slot: u8, problem: Problem },
+    Cleared {
+        item: ItemId,
+        slot: u8,
+        problem: Problem,
+    },
     /// A valid copy that contradicts the resumed state (a twin of another version,
     /// or a copy not older than the committed one): erased.
     Contradicts {
@@ -165,7 +169,8 @@ impl fmt::Display for Finding {
             ),
             Finding::CommitSlotDamaged { slot, resumed } => write!(
                 f,
-                "commit slot {slot} fails its checksum (a commit a power cut tore, or corruption);                  resuming version {} from slot {}",
+                "commit slot {slot} fails its checksum (a commit a power cut tore, or corruption); \
+                 resuming version {} from slot {}",
                 resumed.0,
                 1 - slot
             ),
@@ -184,7 +189,8 @@ impl fmt::Display for Finding {
             }
             Finding::RepairedFromTwin { bad, twin_slot } => write!(
                 f,
-                "{bad}; its twin in slot {twin_slot} is intact: restored from the twin and                  rewritten, nothing lost"
+                "{bad}; its twin in slot {twin_slot} is intact: restored from the twin and \
+                 rewritten, nothing lost"
             ),
             Finding::Cleared {
                 item,
@@ -192,7 +198,8 @@ impl fmt::Display for Finding {
                 problem,
             } => write!(
                 f,
-                "{item} slot {slot}: {problem} (a copy a power cut tore, or corruption); the                  resumed state does not use it: erased"
+                "{item} slot {slot}: {problem} (a copy a power cut tore, or corruption); the \
+                 resumed state does not use it: erased"
             ),
             Finding::Contradicts {
                 item,

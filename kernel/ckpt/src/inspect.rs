@@ -233,8 +233,7 @@ fn run(nvm: &mut impl Nvm, area: Region, out: &mut Inspection) -> Result<(), Ckp
             } else {
                 ""
             };
-            out.lines
-                .push(format!("  slot {s}: {}{tag}", describe(c)));
+            out.lines.push(format!("  slot {s}: {}{tag}", describe(c)));
         }
     }
     let u = plan.resumed.space.usage();

@@ -409,7 +409,10 @@ mod tests {
             raw[at..at + 60].copy_from_slice(&slot);
             assert!(holds_format_2(&raw), "slot at {at}");
             raw[at + 20] ^= 1;
-            assert!(!holds_format_2(&raw), "a damaged slot is not a format 2 record");
+            assert!(
+                !holds_format_2(&raw),
+                "a damaged slot is not a format 2 record"
+            );
         }
         let mut raw = [0u8; 2 * COMMIT_SLOT_LEN];
         let l = layout();

@@ -99,8 +99,7 @@ impl Manager {
                 stored.insert(id);
             }
             let d = commit.slot_of(id) as usize;
-            if let (true, Copy::Data { kind, version, .. }) = (commit.live.contains(id), slots[d])
-            {
+            if let (true, Copy::Data { kind, version, .. }) = (commit.live.contains(id), slots[d]) {
                 kinds[i] = kind;
                 if !is_twin_of(&slots[1 - d], version) {
                     untwinned.insert(id);
@@ -466,10 +465,7 @@ impl Manager {
             stats.twins_written += 1;
             stats.twin_bytes += len as u64;
         }
-        let gone = self
-            .stored
-            .minus(&self.commit.live)
-            .minus(&self.prev_live);
+        let gone = self.stored.minus(&self.commit.live).minus(&self.prev_live);
         for id in gone.iter() {
             for s in 0..2 {
                 let c = self.copies[id as usize][s];

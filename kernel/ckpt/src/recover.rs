@@ -29,8 +29,8 @@ use crate::checksum::Digest;
 use crate::desc::Copy;
 use crate::error::{BadCopy, CkptError, Damage, Fallback, Finding, Problem};
 use crate::layout::{
-    blocks_for, holds_format_2, CommitPayload, Extent, Layout, COMMIT_PAYLOAD, COMMIT_SLOT_LEN, DESC_LEN,
-    FORMATTING, FORMAT_MARKER_LEN, OROOT_LEN, OROOT_TABLE_LEN,
+    blocks_for, holds_format_2, CommitPayload, Extent, Layout, COMMIT_PAYLOAD, COMMIT_SLOT_LEN,
+    DESC_LEN, FORMATTING, FORMAT_MARKER_LEN, OROOT_LEN, OROOT_TABLE_LEN,
 };
 use crate::manager::Manager;
 use crate::set::ItemSet;
@@ -137,7 +137,10 @@ pub(crate) fn check_state(
     let mut bad = Vec::new();
     for id in commit.live.iter() {
         let d = commit.slot_of(id);
-        let [dc, oc] = [copies[id as usize][d as usize], copies[id as usize][1 - d as usize]];
+        let [dc, oc] = [
+            copies[id as usize][d as usize],
+            copies[id as usize][1 - d as usize],
+        ];
         let problem = match dc {
             Copy::Data { twin: true, .. } => Some(Problem::TwinDesignated),
             Copy::Data { version, .. } if version > commit.version => {
@@ -245,8 +248,10 @@ pub(crate) fn plan(nvm: &mut impl Nvm, area: Region) -> Result<Plan, CkptError> 
         None => None,
     };
     // Not valid and not cleared (all zero): torn or corrupt.
-    let other_bytes = &raw[other as usize * COMMIT_SLOT_LEN..(other as usize + 1) * COMMIT_SLOT_LEN];
-    let other_damaged = record.read_slot(nvm, other)?.is_none() && other_bytes.iter().any(|&x| x != 0);
+    let other_bytes =
+        &raw[other as usize * COMMIT_SLOT_LEN..(other as usize + 1) * COMMIT_SLOT_LEN];
+    let other_damaged =
+        record.read_slot(nvm, other)?.is_none() && other_bytes.iter().any(|&x| x != 0);
     let mut findings = Vec::new();
     if marker == Marker::Damaged {
         findings.push(Finding::FormatMarkerDamaged);
@@ -265,7 +270,12 @@ pub(crate) fn plan(nvm: &mut impl Nvm, area: Region) -> Result<Plan, CkptError> 
         ..RecoveryReport::default()
     };
     let (resumed, newest, older_live, clear_commit_slot) = match check.damage() {
-        None => (check, newest, older.map_or(ItemSet::EMPTY, |o| o.2.live), None),
+        None => (
+            check,
+            newest,
+            older.map_or(ItemSet::EMPTY, |o| o.2.live),
+            None,
+        ),
         Some(damage) => {
             let Some((seq, payload, oc)) = older else {
                 return Err(CkptError::Corrupt {
@@ -355,7 +365,8 @@ pub(crate) fn plan(nvm: &mut impl Nvm, area: Region) -> Result<Plan, CkptError> 
                     Some(Action::EraseUncommitted)
                 }
                 Copy::Data { version, twin, .. }
-                    if reference.is_some_and(|p| if twin { version != p } else { version >= p }) =>
+                    if reference
+                        .is_some_and(|p| if twin { version != p } else { version >= p }) =>
                 {
                     Some(Action::Erase(Finding::Contradicts {
                         item,

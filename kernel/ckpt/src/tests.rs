@@ -173,7 +173,15 @@ fn the_first_clean_checkpoint_of_an_item_writes_its_twin_after_the_commit() {
     assert_eq!(m.untwinned(), 0);
     let d = m.commit.slot_of(1) as usize;
     assert!(
-        matches!(m.copies[1][1 - d], Copy::Data { twin: true, version: Version(3), len: 300, .. }),
+        matches!(
+            m.copies[1][1 - d],
+            Copy::Data {
+                twin: true,
+                version: Version(3),
+                len: 300,
+                ..
+            }
+        ),
         "the twin holds the v3 copy: {:?}",
         m.copies[1][1 - d]
     );
@@ -228,7 +236,11 @@ fn a_deleted_item_costs_nothing_and_its_copies_are_erased_once_no_kept_version_h
         "version 4, the fallback, still has item 0"
     );
     let s = m.checkpoint(&mut nvm, &model, [6; 16]).unwrap();
-    assert_eq!((s.stores, s.items_erased), (3, 1), "commit, then two erasures");
+    assert_eq!(
+        (s.stores, s.items_erased),
+        (3, 1),
+        "commit, then two erasures"
+    );
     assert_eq!(m.copies[0], [Copy::Erased; 2]);
     let (r, _) = recover(&mut nvm);
     assert_eq!(committed_state(&r, &mut nvm), model.state());
@@ -272,17 +284,24 @@ fn a_checkpoint_cut_before_its_commit_leaves_the_previous_version_and_its_descri
     );
     let (r, report) = recover(&mut nvm);
     assert_eq!(r.committed(), Version(3));
-    assert_eq!(
-        report.erased_uncommitted, 2,
-        "two copies never committed"
-    );
+    assert_eq!(report.erased_uncommitted, 2, "two copies never committed");
     assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| matches!(f, Finding::CommitSlotDamaged { resumed: Version(3), .. })),
+        report.findings.iter().any(|f| matches!(
+            f,
+            Finding::CommitSlotDamaged {
+                resumed: Version(3),
+                ..
+            }
+        )),
         "the torn commit is reported: {:?}",
         report.findings
+    );
+    let said = alloc::format!("{}", report.findings[0]);
+    assert!(
+        said.starts_with("commit slot ")
+            && said.contains("fails its checksum")
+            && said.contains("resuming version 3 from slot"),
+        "{said}"
     );
     assert_eq!(committed_state(&r, &mut nvm), states[3]);
     let (_, again) = recover(&mut nvm);

@@ -100,7 +100,8 @@ fn state_of(m: &Manager, nvm: &mut VecNvm) -> State {
     m.live_items()
         .map(|(id, kind, len)| {
             let mut buf = vec![0u8; len as usize];
-            m.read_item(nvm, id, &mut buf).expect("a live item reads back");
+            m.read_item(nvm, id, &mut buf)
+                .expect("a live item reads back");
             (id.0, (kind, buf))
         })
         .collect()
@@ -197,7 +198,9 @@ fn check_recovery(
     };
     let v = report.resumed.0;
     if v != g && v != g - 1 {
-        return Err(format!("{what}: resumed version {v}, more than one back from {g}"));
+        return Err(format!(
+            "{what}: resumed version {v}, more than one back from {g}"
+        ));
     }
     if state_of(&m, &mut nvm) != states[v as usize] || m.meta() != meta(v) {
         return Err(format!("{what}: resumed {v} but not its state"));
@@ -297,7 +300,10 @@ fn every_single_corrupted_byte_costs_at_most_the_newest_version_and_is_reported(
         failures.len(),
         &failures[..failures.len().min(5)]
     );
-    assert!(rolled_back > 0, "no corruption hit a copy of the newest version");
+    assert!(
+        rolled_back > 0,
+        "no corruption hit a copy of the newest version"
+    );
 }
 
 #[test]
@@ -356,4 +362,3 @@ fn two_corrupted_bytes_in_different_items_cost_at_most_the_newest_version_or_are
          version, {back} rolled back one version (reported), {refused} refused naming both items"
     );
 }
-

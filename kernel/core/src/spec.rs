@@ -250,9 +250,9 @@ impl core::fmt::Display for BootError {
             BootError::UnknownTask { .. } => {
                 f.write_str("a `caps` entry of kind \"task\" names no task of the app")
             }
-            BootError::NameKindClash { .. } => f.write_str(
-                "a `caps` name is used for an endpoint and for a notification",
-            ),
+            BootError::NameKindClash { .. } => {
+                f.write_str("a `caps` name is used for an endpoint and for a notification")
+            }
             BootError::IrqTwice { .. } => {
                 f.write_str("a `caps` entry of kind \"irq\" names an interrupt already given")
             }

@@ -207,7 +207,8 @@ pub fn check_app() {
         crate::boot::fatal(
             ExitCode::BadApp,
             format_args!(
-                "app {}: {why}; nothing was written to the NVM (cargo xtask should have                  refused this description)",
+                "app {}: {why}; nothing was written to the NVM (cargo xtask should have \
+                 refused this description)",
                 app::APP_NAME
             ),
         )

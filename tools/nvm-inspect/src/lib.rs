@@ -273,13 +273,18 @@ mod tests {
         let sb = amber_format::Superblock::for_device(image.len() as u32).unwrap();
         let marker = (sb.kernel_area.offset + 0x98) as usize;
         let report = inspect(&image);
-        assert!(report.text.contains("format marker: clear"), "{}", report.text);
+        assert!(
+            report.text.contains("format marker: clear"),
+            "{}",
+            report.text
+        );
         // The attack on format 2 (0xA5 at the marker): now one byte of eight.
         image[marker] = 0xA5;
         let report = inspect(&image);
         assert!(report.is_consistent(), "{:?}", report.problems);
         assert!(
-            report.text.contains("format marker: damaged") && report.text.contains("committed version: 2"),
+            report.text.contains("format marker: damaged")
+                && report.text.contains("committed version: 2"),
             "{}",
             report.text
         );
@@ -287,7 +292,8 @@ mod tests {
         image[marker..marker + 8].copy_from_slice(b"AMBERFMT");
         let report = inspect(&image);
         assert!(
-            report.text.contains("a format is in progress") && report.text.contains("no checkpoint yet"),
+            report.text.contains("a format is in progress")
+                && report.text.contains("no checkpoint yet"),
             "{}",
             report.text
         );
