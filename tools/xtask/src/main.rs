@@ -414,7 +414,7 @@ fn bench() -> Result<(), String> {
     icount_run(&kernel, "", "[bench] bench:", 2)?;
     println!("== checkpoint pause and recovery (amber.test=ckpt-bench, -icount) ==");
     let kernel = build_kernel(None)?;
-    icount_run(&kernel, "amber.test=ckpt-bench", "ckbench:", 16)?;
+    icount_run(&kernel, "amber.test=ckpt-bench", "ckbench:", 24)?;
     println!("== task memory tracking on the bank app: PMP write protection vs whole copy ==");
     let kernel = build_app("bank")?;
     for mode in ["protect", "copy"] {
