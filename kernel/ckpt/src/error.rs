@@ -143,7 +143,11 @@ pub enum Finding {
     },
     /// A designated copy was bad and its twin intact: the twin was used and the copy
     /// rewritten from it. Nothing was lost.
-    RepairedFromTwin { bad: BadCopy, twin_slot: u8 },
+    RepairedFromTwin {
+        bad: BadCopy,
+        twin_slot: u8,
+        twin_version: Version,
+    },
     /// An unreadable copy in a slot the resumed state does not use: erased.
     Cleared {
         item: ItemId,
@@ -187,10 +191,14 @@ impl fmt::Display for Finding {
                 }
                 write!(f, ", resuming version {}", to.0)
             }
-            Finding::RepairedFromTwin { bad, twin_slot } => write!(
+            Finding::RepairedFromTwin {
+                bad,
+                twin_slot,
+                twin_version,
+            } => write!(
                 f,
-                "{bad}; its twin in slot {twin_slot} is intact: restored from the twin and \
-                 rewritten, nothing lost"
+                "{bad}; its twin in slot {twin_slot} ({twin_version}) is intact: restored from \
+                 the twin and rewritten, nothing lost"
             ),
             Finding::Cleared {
                 item,

@@ -309,6 +309,10 @@ pub(crate) fn plan(nvm: &mut impl Nvm, area: Region) -> Result<Plan, CkptError> 
             (older_check, kept, ItemSet::EMPTY, Some(newest.slot))
         }
     };
+    let rolled_back_for = findings.iter().find_map(|f| match *f {
+        Finding::RolledBack { because, .. } => Some((because.item, because.slot)),
+        _ => None,
+    });
     let mut resumed = resumed;
     let r = resumed.commit;
     let mut actions = Vec::new();
@@ -343,6 +347,7 @@ pub(crate) fn plan(nvm: &mut impl Nvm, area: Region) -> Result<Plan, CkptError> 
                 findings.push(Finding::RepairedFromTwin {
                     bad,
                     twin_slot: 1 - d as u8,
+                    twin_version: slots[1 - d].version().unwrap_or_default(),
                 });
                 Some(1 - d)
             }
@@ -355,6 +360,10 @@ pub(crate) fn plan(nvm: &mut impl Nvm, area: Region) -> Result<Plan, CkptError> 
             let (item, slot) = (ItemId(id), s as u8);
             let action = match c {
                 Copy::Empty | Copy::Erased => None,
+                // The copy a rollback gave up is erased; it was reported as the cause.
+                Copy::Invalid(_) if rolled_back_for == Some((item, slot)) => {
+                    Some(Action::EraseUncommitted)
+                }
                 Copy::Invalid(problem) => Some(Action::Erase(Finding::Cleared {
                     item,
                     slot,

@@ -688,3 +688,29 @@ fn a_format_cut_anywhere_leaves_the_old_state_or_an_area_to_format_again() {
         }
     }
 }
+
+#[test]
+fn an_area_of_format_2_is_refused_by_name() {
+    // A format 2 commit record: DualRecord<48> (seq, payload with "CK" and format 2 at
+    // 40..44, CRC) at the area's start, as a format 2 kernel left it.
+    let mut nvm = VecNvm::new(64 * 1024);
+    let mut slot = [0u8; 60];
+    slot[0] = 9;
+    slot[48..50].copy_from_slice(b"CK");
+    slot[50] = 2;
+    let crc = amber_format::crc32(&slot[..56]);
+    slot[56..].copy_from_slice(&crc.to_le_bytes());
+    nvm.write(AREA.offset, &slot).unwrap();
+    let err = Manager::recover(&mut nvm, AREA).map(|_| ()).unwrap_err();
+    assert_eq!(
+        err,
+        CkptError::FormatMismatch {
+            found_format: 2,
+            layout_matches: true
+        }
+    );
+    assert!(
+        alloc::format!("{err}").contains("holds format 2, this kernel reads format 3"),
+        "{err}"
+    );
+}
