@@ -1,7 +1,8 @@
 //! `kmain`: the boot sequence, from a bare hart to the idle loop.
 //!
-//! Order: console, trap vector, heap, boot options, NVM (find, open or format, count
-//! the boot), interrupts, then the mode the options chose. Every failure on the way
+//! Order: console, trap vector, heap, boot options, the app's check (before anything
+//! touches the NVM), NVM (find, open or format, count the boot), interrupts, then the
+//! mode the options chose. Every failure on the way
 //! is reported in words and ends with its own exit code; nothing here formats an NVM
 //! unless the device is blank or the user asked for it.
 
@@ -35,18 +36,22 @@ pub extern "C" fn kmain(_hartid: usize, dtb: usize) -> ! {
     let cmdline = board::bootargs(dtb);
     let args = bootargs::parse(cmdline).unwrap_or_else(|e| fatal(ExitCode::BadBootArgs, e));
     console::set_level(args.log);
-    info!("Amber on QEMU virt (RV32IMC, M-mode); boot options `{cmdline}`");
+    // `parse` accepted it: it is UTF-8.
+    let shown = core::str::from_utf8(cmdline).unwrap_or_default();
+    info!("Amber on QEMU virt (RV32IMC, M-mode); boot options `{shown}`");
     heap_self_check();
 
+    let run_app = args.mode == Mode::Normal && task::have_tasks();
+    if run_app {
+        task::check_app();
+    }
     let window = board::find_nvm().unwrap_or_else(|e| fatal(ExitCode::NoNvmDevice, e));
     let mut nvm = CutNvm::new(window, args.cut, power_cut);
     let (mut header, how) = open_nvm(&mut nvm, args.format);
 
     board::init_interrupts();
     match args.mode {
-        Mode::Normal if task::have_tasks() => {
-            task::start(nvm, &header, how == Opened::Formatted, &args)
-        }
+        Mode::Normal if run_app => task::start(nvm, &header, how == Opened::Formatted, &args),
         Mode::Normal | Mode::IdleTest => idle(args.mode),
         Mode::NvmStress => nvm_stress(&mut nvm, &mut header),
         Mode::PanicTest => panic!("panic requested by amber.test=panic"),

@@ -18,6 +18,12 @@
 
 #![cfg_attr(target_os = "none", no_std)]
 
+/// The most tasks an app may have: the kernel's per-task tables (task threads, PMP
+/// images, dirty pages, checkpoint items) have this many entries. It is here, outside
+/// the target-only modules, so that `cargo xtask` checks app descriptions against the
+/// kernel's own value (`amber_core::MAX_TASKS` is the capability tree's, larger).
+pub const MAX_TASKS: usize = 8;
+
 pub mod bootargs;
 pub mod cut;
 pub mod exit;

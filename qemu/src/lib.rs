@@ -5,7 +5,9 @@
 //! stray atomic or float instruction traps here before it does on an ESP32-C3), no
 //! firmware, and the NVM as an `ivshmem-plain` device over a host file with
 //! `share=on`, so that every guest store lands in the file at once and a SIGKILL of
-//! QEMU is a power cut. This crate only builds commands; it never runs one.
+//! QEMU is a power cut. It also says which NVM image sizes the machine takes
+//! ([`check_nvm_size`]), so that a bad one is refused in words before QEMU starts.
+//! This crate only builds commands; it never runs one.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,77 @@ pub const QEMU: &str = "qemu-system-riscv32";
 pub const QEMU_PACKAGE: &str = "qemu-system-misc";
 /// Default size of the NVM image.
 pub const DEFAULT_NVM_SIZE: u64 = 4 << 20;
+
+/// The largest NVM: the kernel places the ivshmem BAR in `virt`'s 32-bit PCIe memory
+/// window, 1 GiB at 0x4000_0000, aligned to its size.
+pub const MAX_NVM_SIZE: u64 = 1 << 30;
+
+/// Why an NVM image cannot be the machine's NVM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NvmSizeError {
+    /// ivshmem-plain's memory BAR must be a power of two: QEMU aborts
+    /// (`pci_register_bar: Assertion is_power_of_2(size)`) on anything else.
+    NotPowerOfTwo { size: u64 },
+    /// Larger than the PCIe window the kernel maps it in.
+    TooLarge { size: u64 },
+    /// Too small for Amber's NVM format (superblock, boot record, checkpoint area).
+    TooSmall { size: u64, min: u64 },
+}
+
+impl fmt::Display for NvmSizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            NvmSizeError::NotPowerOfTwo { size } => {
+                let above = size.next_power_of_two();
+                write!(
+                    f,
+                    "the NVM image is {size} bytes, but QEMU's ivshmem-plain device needs a power \
+                     of two (it aborts otherwise): {} or {above} bytes",
+                    above / 2
+                )
+            }
+            NvmSizeError::TooLarge { size } => write!(
+                f,
+                "the NVM image is {size} bytes, more than the {MAX_NVM_SIZE} bytes of the PCIe \
+                 window the kernel maps it in"
+            ),
+            NvmSizeError::TooSmall { size, min } => write!(
+                f,
+                "the NVM image is {size} bytes, too small for Amber's NVM format (at least {min} \
+                 bytes)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NvmSizeError {}
+
+/// Whether the kernel can lay its format out on a device of `size` bytes: its
+/// superblock and its checkpoint area take it (the kernel's own checks).
+fn kernel_takes(size: u64) -> bool {
+    u32::try_from(size)
+        .ok()
+        .and_then(|s| amber_format::Superblock::for_device(s).ok())
+        .is_some_and(|sb| amber_ckpt::layout::Layout::new(sb.kernel_area).is_ok())
+}
+
+/// Checks that an NVM image of `size` bytes can be this machine's NVM and Amber's.
+pub fn check_nvm_size(size: u64) -> Result<(), NvmSizeError> {
+    let min = (12..=30)
+        .map(|b| 1u64 << b)
+        .find(|&s| kernel_takes(s))
+        .unwrap_or(MAX_NVM_SIZE);
+    if size < min {
+        return Err(NvmSizeError::TooSmall { size, min });
+    }
+    if size > MAX_NVM_SIZE {
+        return Err(NvmSizeError::TooLarge { size });
+    }
+    if !size.is_power_of_two() {
+        return Err(NvmSizeError::NotPowerOfTwo { size });
+    }
+    Ok(())
+}
 
 /// QEMU is not installed.
 #[derive(Debug)]
@@ -173,6 +246,39 @@ mod tests {
             "without share=on nothing persists: {args}"
         );
         assert!(args.contains("ivshmem-plain,memdev=nvm"), "{args}");
+    }
+
+    #[test]
+    fn nvm_sizes_the_machine_does_not_take_are_refused_in_words() {
+        assert_eq!(check_nvm_size(DEFAULT_NVM_SIZE), Ok(()));
+        let e = check_nvm_size((4 << 20) - 4096).unwrap_err();
+        assert_eq!(e, NvmSizeError::NotPowerOfTwo { size: 4190208 });
+        assert_eq!(
+            e.to_string(),
+            "the NVM image is 4190208 bytes, but QEMU's ivshmem-plain device needs a power of \
+             two (it aborts otherwise): 2097152 or 4194304 bytes"
+        );
+        // Off by one either way: QEMU's "backing store size does not match" (exit 1).
+        for size in [(4 << 20) - 1, (4 << 20) + 1] {
+            assert!(matches!(
+                check_nvm_size(size),
+                Err(NvmSizeError::NotPowerOfTwo { .. })
+            ));
+        }
+        let e = check_nvm_size(8192).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the NVM image is 8192 bytes, too small for Amber's NVM format (at least 16384 bytes)"
+        );
+        assert_eq!(check_nvm_size(16384), Ok(()));
+        assert!(matches!(
+            check_nvm_size(2 << 30),
+            Err(NvmSizeError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            check_nvm_size(0),
+            Err(NvmSizeError::TooSmall { .. })
+        ));
     }
 
     #[test]

@@ -94,7 +94,12 @@ fn pump(
 impl Qemu {
     /// Starts the machine; the console is read continuously from then on.
     pub fn boot(machine: &Machine) -> Qemu {
-        let mut cmd = machine.command().unwrap_or_else(|e| panic!("{e}"));
+        Qemu::spawn(machine.command().unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// Starts a QEMU command line built by hand (one `Machine` cannot express, such as
+    /// boot options that are not UTF-8).
+    pub fn spawn(mut cmd: std::process::Command) -> Qemu {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -225,7 +230,10 @@ pub fn number_after(line: &str, key: &str) -> Option<u64> {
 }
 
 /// A small seeded generator (xorshift64*) for reproducible random cut instants.
-pub struct Rng(u64);
+pub struct Rng {
+    state: u64,
+    seed: u64,
+}
 
 impl Rng {
     /// Seeded from `AMBER_SEED` when set, else from the clock; the seed is printed so a
@@ -241,13 +249,21 @@ impl Rng {
                     .unwrap_or(1)
             });
         eprintln!("{test}: seed {seed} (repeat with AMBER_SEED={seed})");
-        Rng(seed.max(1))
+        Rng {
+            state: seed.max(1),
+            seed,
+        }
+    }
+
+    /// The seed it started from.
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     pub fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        self.state.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
     }
 }

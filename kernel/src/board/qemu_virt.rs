@@ -188,14 +188,20 @@ pub fn console_task_output(task: &str, bytes: &[u8]) {
 }
 
 /// The kernel command line from the device tree QEMU passed in a1 (empty if none).
-pub fn bootargs(dtb: usize) -> &'static str {
+pub fn bootargs(dtb: usize) -> &'static [u8] {
     // SAFETY: QEMU places a valid flattened device tree at `dtb` above the kernel
     // image, and nothing ever writes there, so it lives for the whole run.
     match unsafe { fdt::Fdt::from_ptr(dtb as *const u8) } {
-        Ok(tree) => tree.chosen().bootargs().unwrap_or(""),
+        // The raw bytes, without the terminating NUL: whether they are UTF-8 is for
+        // the parser to say (the fdt crate's `bootargs()` drops them silently if not).
+        Ok(tree) => tree
+            .find_node("/chosen")
+            .and_then(|n| n.property("bootargs"))
+            .map(|p| p.value.strip_suffix(&[0]).unwrap_or(p.value))
+            .unwrap_or(&[]),
         Err(e) => {
             log::warn!("no usable device tree at {dtb:#x} ({e:?}): no boot options");
-            ""
+            &[]
         }
     }
 }

@@ -6,8 +6,9 @@
 //! hold logic that a test or the kernel needs.
 
 mod app;
+mod validate;
 
-use amber_qemu::{ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE};
+use amber_qemu::{check_nvm_size, ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -173,6 +174,7 @@ fn build_app(name: &str) -> Result<PathBuf, String> {
     let desc = root().join("user/apps").join(format!("{name}.toml"));
     let app = app::load(&desc)?;
     let placed = app::place(&app)?;
+    validate::check(&app, &placed, &desc)?;
     let out = root().join("target/amber/apps").join(name);
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
@@ -247,6 +249,11 @@ fn run(args: &[String]) -> Result<(), String> {
         }
     }
     find_qemu().map_err(|e| e.to_string())?;
+    // Before the build: an image QEMU or the kernel would not take is named at once.
+    match std::fs::metadata(&nvm) {
+        Ok(m) => check_nvm_size(m.len()).map_err(|e| format!("--nvm {}: {e}", nvm.display()))?,
+        Err(_) => check_nvm_size(size).map_err(|e| format!("--nvm-size {size}: {e}"))?,
+    }
     let kernel = build_app(&app)?;
     if ensure_nvm_image(&nvm, size).map_err(|e| format!("cannot create {}: {e}", nvm.display()))? {
         eprintln!(
@@ -407,7 +414,7 @@ fn bench() -> Result<(), String> {
     icount_run(&kernel, "", "[bench] bench:", 2)?;
     println!("== checkpoint pause and recovery (amber.test=ckpt-bench, -icount) ==");
     let kernel = build_kernel(None)?;
-    icount_run(&kernel, "amber.test=ckpt-bench", "ckbench:", 16)?;
+    icount_run(&kernel, "amber.test=ckpt-bench", "ckbench:", 24)?;
     println!("== task memory tracking on the bank app: PMP write protection vs whole copy ==");
     let kernel = build_app("bank")?;
     for mode in ["protect", "copy"] {
