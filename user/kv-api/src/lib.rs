@@ -85,7 +85,7 @@ pub const fn buffer_of(badge: u32) -> Option<usize> {
 /// Bytes one scan entry takes in the buffer: key and length words, the value padded to
 /// 4 bytes.
 pub const fn scan_entry_bytes(len: usize) -> usize {
-    8 + (len + 3) / 4 * 4
+    8 + len.div_ceil(4) * 4
 }
 
 /// The checksum of a request's or reply's buffer bytes, bound to `tag` (the key, or
