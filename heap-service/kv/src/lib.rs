@@ -36,4 +36,4 @@ mod table;
 pub use config::{Config, Geometry, Layout, MAX_BUCKET_ENTRIES};
 pub use error::KvError;
 pub use format::{EntryState, HEADER_BYTES, RECORD_BYTES};
-pub use table::{Entry, Table};
+pub use table::{Entry, Table, OP_STACK_BYTES};

@@ -27,6 +27,10 @@ use amber_nvm::Nvm;
 const COMBINED_WRITE: usize = 256;
 /// Zeros written per call when a table is formatted.
 const ZERO_CHUNK: usize = 256;
+/// The most stack an operation uses for NVM bytes: a bucket's records, or a record and
+/// a small value written together (for RAM figures; the table keeps no buffer).
+pub const OP_STACK_BYTES: usize =
+    (RECORD_BYTES * MAX_BUCKET_ENTRIES as u32) as usize + RECORD_BYTES as usize + COMBINED_WRITE;
 
 /// A live entry found by [`Table::next_entry`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

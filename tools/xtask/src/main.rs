@@ -192,6 +192,9 @@ fn build_app(name: &str) -> Result<PathBuf, String> {
                     "--release",
                     "-p",
                     &p.task.krate,
+                    // The task's program (its package may have a library too).
+                    "--bin",
+                    &p.task.krate,
                     "--target",
                     TARGET,
                     "--",

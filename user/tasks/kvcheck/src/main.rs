@@ -69,7 +69,11 @@ fn value(i: u32, version: u32, out: &mut [u8; MAX_VALUE + 1]) -> usize {
 }
 
 /// Checks the answer of one call against what was expected of it.
-fn expect<T: fmt::Debug + PartialEq>(got: Result<T, KvError>, want: Result<T, KvError>, what: &str) {
+fn expect<T: fmt::Debug + PartialEq>(
+    got: Result<T, KvError>,
+    want: Result<T, KvError>,
+    what: &str,
+) {
     if got != want {
         violation(format_args!("{what}: got {got:?}, expected {want:?}"));
     }
@@ -113,7 +117,11 @@ impl Expected {
         let mut got = [0u8; MAX_VALUE + 1];
         let mut want = [0u8; MAX_VALUE + 1];
         match self.versions[i as usize] {
-            0 => expect(kv.get(KEY_BASE + i, &mut got), Err(KvError::NoSuchKey), "get"),
+            0 => expect(
+                kv.get(KEY_BASE + i, &mut got),
+                Err(KvError::NoSuchKey),
+                "get",
+            ),
             version => {
                 let len = value(i, version, &mut want);
                 expect(kv.get(KEY_BASE + i, &mut got), Ok(len), "get");
@@ -170,7 +178,9 @@ fn main() {
     let mut kv = Kv::new(unsafe { Endpoint::new(KV, 1) }.expect("badge 1 has a buffer"));
     let info = match kv.info() {
         Ok(i) if i.max_value as usize == MAX_VALUE && i.live == 0 => i,
-        r => violation(format_args!("a new table with values up to {MAX_VALUE} bytes expected: {r:?}")),
+        r => violation(format_args!(
+            "a new table with values up to {MAX_VALUE} bytes expected: {r:?}"
+        )),
     };
     let mut e = Expected {
         versions: [0; KEYS as usize],

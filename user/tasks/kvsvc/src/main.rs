@@ -43,8 +43,8 @@ use amber_kv_service::Service;
 use amber_spi_api::{Client, SpiError};
 use amber_user::abi::NO_SLOT;
 use amber_user::{
-    build_setting, checkpoint, commit_watch, exit, persist_done, println, recv, reply,
-    signalled, Error, IpcDesc, WatchFlags,
+    build_setting, checkpoint, commit_watch, exit, persist_done, println, recv, reply, signalled,
+    Error, IpcDesc, WatchFlags,
 };
 use core::cell::Cell;
 
