@@ -4,7 +4,11 @@
 //! `nvm-inspect` must find the image consistent, the next boot must recover, the
 //! app's invariant must hold and the app must make progress. The heap apps check that
 //! the vNV-Heap (its cache lost at every cut, its FRAM written only through the SPI
-//! driver's ring) comes back exactly as their own checkpointed state expects.
+//! driver's ring) comes back exactly as their own checkpointed state expects. The kv
+//! app's client checks the key-value table against the one it expects after every
+//! restore, and the harness checks that no restore comes back with fewer operations
+//! than the client had seen committed (`kv: committed N ops`, printed after its own
+//! `Checkpoint` syscall returned).
 //!
 //! Every other pair of cycles (one of each kind) runs under `-icount`, where guest time
 //! follows instructions: the checkpoints then fall at other points of the apps' work
@@ -236,6 +240,58 @@ impl Invariant for All {
     fn progress(&self) -> u64 {
         self.0.iter().map(|c| c.progress()).min().unwrap_or(0)
     }
+}
+
+/// The kv app: the client's own check (VIOLATION), no task ending, and every restore
+/// at least as far as the last operation count the client saw committed: a put
+/// acknowledged before a committed checkpoint can never be lost.
+#[derive(Default)]
+struct KvCommitted {
+    committed: u64,
+    best: u64,
+    restores_checked: u64,
+}
+
+impl Invariant for KvCommitted {
+    fn line(&mut self, line: &str) -> Option<String> {
+        if line.contains("kv: VIOLATION")
+            || line.contains("panicked")
+            || line.contains("; task ended")
+        {
+            return Some(line.to_owned());
+        }
+        if let Some(n) = number_after(line, "kv: committed ") {
+            self.committed = self.committed.max(n);
+        }
+        if let Some(n) = number_after(line, "kv: restored at ") {
+            self.restores_checked += 1;
+            if n < self.committed {
+                return Some(format!(
+                    "restored at {n} operations after {} were committed: {line}",
+                    self.committed
+                ));
+            }
+        }
+        if let Some(n) = number_after(line, "kv: ") {
+            self.best = self.best.max(n);
+        }
+        None
+    }
+
+    /// Operations done, once the client has checked a restored table at least once.
+    fn progress(&self) -> u64 {
+        if self.restores_checked == 0 {
+            0
+        } else {
+            self.best
+        }
+    }
+}
+
+#[test]
+fn the_kv_table_after_a_power_cut_is_the_one_the_restored_client_knows() {
+    // At least 100 cycles of each kind of cut, as for the heap apps.
+    crash_loop("kv", 2, &mut KvCommitted::default());
 }
 
 #[test]

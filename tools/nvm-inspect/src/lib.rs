@@ -142,6 +142,7 @@ pub fn inspect(image: &[u8]) -> Report {
         }
         None => problems.push("neither boot record slot passes its checksum".into()),
     }
+    kv_table(image, sb.fram_area, &mut text);
     let ckpt = amber_ckpt::inspect(&mut nvm, sb.kernel_area);
     for l in &ckpt.lines {
         let _ = writeln!(text, "{l}");
@@ -156,6 +157,37 @@ pub fn inspect(image: &[u8]) -> Report {
         kernel_area: Some(sb.kernel_area),
         copies: ckpt.copies,
     }
+}
+
+/// Describes the `amber-kv` table at the start of the FRAM partition, if there is
+/// one (the kv app's). Never a problem: the partition lags the driver's ring (committed
+/// entries not yet applied are replayed after recovery), so a table caught in the middle
+/// of an apply may read as incomplete without anything being wrong.
+fn kv_table(image: &[u8], fram: amber_format::Region, text: &mut String) {
+    let Some(part) = image.get(fram.offset as usize..(fram.offset + fram.len) as usize) else {
+        return;
+    };
+    if !part.starts_with(b"AMBERKV1") {
+        return;
+    }
+    let _ = match amber_kv::Table::open(VecNvm::from_image(part.to_vec()), 0) {
+        Ok(t) => {
+            let c = t.config();
+            writeln!(
+                text,
+                "  FRAM: key-value table ({} buckets of {}, values up to {} bytes): {} keys, {} tombstones (as applied so far)",
+                c.buckets,
+                c.layout.entries(),
+                c.max_value,
+                t.len(),
+                t.tombstones()
+            )
+        }
+        Err(e) => writeln!(
+            text,
+            "  FRAM: key-value table not readable as applied so far ({e}); the driver's ring replays the rest after recovery"
+        ),
+    };
 }
 
 #[cfg(test)]

@@ -30,7 +30,8 @@ commands:
       --icount          count instructions (-icount shift=0,sleep=off): repeatable timing
       --bootargs ARGS   extra kernel options, e.g. \"amber.log=debug\"
   bench                 print the benchmarks: syscall and IPC cost in instructions (QEMU,
-                        -icount) and the vNV-Heap figures (CSV and SVG in target/vnv-bench)
+                        -icount), the key-value peer comparison (CSV and SVG in
+                        target/kv-bench) and the vNV-Heap figures (target/vnv-bench)
   test [options]        run every check: rustfmt, clippy (host and device), host unit
                         tests, and the QEMU integration tests in tests/
       --crash-cycles N  crash-and-reboot cycles per workload (default 100)
@@ -193,6 +194,9 @@ fn build_app(name: &str) -> Result<PathBuf, String> {
                     "rustc",
                     "--release",
                     "-p",
+                    &p.task.krate,
+                    // The task's program (its package may have a library too).
+                    "--bin",
                     &p.task.krate,
                     "--target",
                     TARGET,
@@ -435,6 +439,28 @@ fn bench() -> Result<(), String> {
         let kernel = build_app(app)?;
         icount_run(&kernel, "", "[heapbench] heapbench:", 8)?;
     }
+    println!("== key-value stores: amber-kv against sequential-storage's flash map (kvbench app, -icount) ==");
+    // 50 result lines (10 workloads x 5 stores) and `kvbench: done`; tools/kv-bench
+    // prices them with the devices' datasheet timings (table, CSV and SVG).
+    let kernel = build_app("kvbench")?;
+    let lines = icount_run(&kernel, "", "[kvbench] kvbench:", 51)?;
+    let out = root().join("target/kv-bench");
+    std::fs::create_dir_all(&out)
+        .and_then(|()| std::fs::write(out.join("kvbench.txt"), lines.join("\n")))
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    step(
+        "pricing the key-value runs (tools/kv-bench)",
+        cargo().args([
+            "run",
+            "--release",
+            "-p",
+            "kv-bench",
+            "--",
+            "target/kv-bench/kvbench.txt",
+            "--out",
+            "target/kv-bench",
+        ]),
+    )?;
     step(
         "running the vNV-Heap benchmarks (tools/vnv-bench)",
         cargo().args([
