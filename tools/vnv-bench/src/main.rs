@@ -25,15 +25,16 @@ use std::process::ExitCode;
 type Bench = fn() -> Output;
 
 /// The benchmarks by the name `--only` takes.
-const BENCHES: [(&str, Bench); 4] = [
+const BENCHES: [(&str, Bench); 5] = [
     ("fig2", figures::fig2_reference::run),
     ("fig3", figures::fig3_queue::run),
     ("fig4", figures::fig4_persist::run),
     ("fig5", figures::fig5_kv::run),
+    ("traffic", figures::traffic::run),
 ];
 
 const USAGE: &str =
-    "usage: vnv-bench [--out DIR] [--only fig2|fig3|fig4|fig5] [--storage library|paper-fit]";
+    "usage: vnv-bench [--out DIR] [--only fig2|fig3|fig4|fig5|traffic] [--storage library|paper-fit]";
 
 struct Args {
     out: PathBuf,

@@ -8,14 +8,18 @@
 //! estimated from reading `heap-service/vnv-heap/src/heap.rs`): a fixed fast path, the
 //! steps of its linear scans, which the library counts and reports
 //! ([`VnvHeap::scan_steps`], priced at the library's own cycles per step), and the
-//! storage calls it issued. This file must never reach into the library's internals or
-//! change its files.
+//! storage calls it issued. The storage-traffic table (issue 16) also times the heap on
+//! the host (`std::time::Instant`, reported apart from the model). This file must
+//! never reach into the library's internals or change its files.
 
 use crate::cost::{Cost, Meter, StorageModel};
 use crate::counting::{Counter, CountingNvm, NvmCounts};
 use crate::figures::fig3_queue::{mean_push_pop, Fifo, Mean};
 use crate::figures::fig5_kv::{measure, Kv};
+use crate::figures::traffic::{push_pop_traffic, Traffic, TIMED_RUNS};
 use amber_nvm::sim::VecNvm;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 use vnv_heap::{wcec_bound, Config, CostModel, Handle, VnvHeap, METADATA};
 
 /// Cycles of an API call on its fast path (the object is resident, nothing is written
@@ -442,6 +446,218 @@ pub fn kv_metadata(sizes: &[usize], dirty: usize) -> (usize, usize) {
     let ram = sizes.len() * METADATA.resident_bytes as usize + config.ram_metadata_bytes();
     let nvm = 64 + sizes.len() * METADATA.nvm_bytes_per_id as usize;
     (ram, nvm)
+}
+
+/// Cache buffer (metadata included) of the storage-traffic table's heaps.
+pub const TRAFFIC_CACHE: usize = 4096;
+/// Dirty limit of the storage-traffic table's heaps.
+pub const TRAFFIC_DIRTY: u32 = 2048;
+
+fn traffic_config(objects: usize, size: usize) -> Config {
+    Config {
+        max_dirty_bytes: TRAFFIC_DIRTY,
+        max_objects: u16::try_from(objects).expect("ids fit u16"),
+        nvm_offset: 0,
+        nvm_data_bytes: objects as u32 * nvm_bytes(size),
+        cache_bytes: TRAFFIC_CACHE as u32,
+    }
+}
+
+/// One run of the key-value traffic workload: `n` objects of `S` bytes, allocated and
+/// persisted, then one read-modify-write (`update`, the whole value replaced) per key.
+/// Returns the traffic of the updates, the misses (counted only with `count`, which
+/// asks `is_resident` first) and the host time of the update loop. Checks every value
+/// at the end.
+fn kv_run<const S: usize>(keys: &[usize], n: usize, count: bool) -> (NvmCounts, u64, Duration) {
+    let config = traffic_config(n, S);
+    let mut cache = vec![0u8; TRAFFIC_CACHE];
+    let (dev, counter) = device(&config);
+    let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
+    let mut hs: Vec<Handle<'_, [u8; S]>> = (0..n)
+        .map(|k| heap.alloc([k as u8; S]).expect("alloc"))
+        .collect();
+    heap.persist().expect("persist");
+    let mut want: Vec<u8> = (0..n).map(|k| k as u8).collect();
+    let before = counter.get();
+    let mut misses = 0;
+    let t0 = Instant::now();
+    for (i, &k) in keys.iter().enumerate() {
+        if count && !heap.is_resident(&hs[k]) {
+            misses += 1;
+        }
+        let x = i as u8 ^ 0x5a;
+        heap.update(&mut hs[k], |v| *v = [x; S]).expect("update");
+        want[k] = x;
+    }
+    let took = t0.elapsed();
+    let traffic = counter.get().since(&before);
+    for (h, &w) in hs.iter().zip(&want) {
+        assert_eq!(heap.get(h).expect("get"), [w; S], "the last update holds");
+    }
+    (traffic, misses, took)
+}
+
+fn kv_traffic_of<const S: usize>(keys: &[usize], n: usize) -> Traffic {
+    let (nvm, misses, _) = kv_run::<S>(keys, n, true);
+    let host = (0..TIMED_RUNS)
+        .map(|_| kv_run::<S>(keys, n, false).2)
+        .min()
+        .expect("at least one timed run");
+    Traffic {
+        nvm,
+        ops: keys.len() as u64,
+        misses,
+        host_ns: host.as_nanos() as f64 / keys.len() as f64,
+    }
+}
+
+/// The key-value traffic workload on `n` objects of `size` bytes (see `kv_run`).
+pub fn kv_traffic(size: usize, n: usize, keys: &[usize]) -> Traffic {
+    match size {
+        32 => kv_traffic_of::<32>(keys, n),
+        64 => kv_traffic_of::<64>(keys, n),
+        128 => kv_traffic_of::<128>(keys, n),
+        256 => kv_traffic_of::<256>(keys, n),
+        512 => kv_traffic_of::<512>(keys, n),
+        other => panic!("no object type of {other} bytes"),
+    }
+}
+
+/// How a vNV-Heap FIFO keeps its elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FifoKind {
+    /// A ring of preallocated objects (`set` to push, `get` to pop), as in Fig. 3.
+    Ring,
+    /// A new object per push (`alloc`), freed by its pop (`get`, then `free`).
+    AllocPerPush,
+}
+
+impl FifoKind {
+    /// The name in the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            FifoKind::Ring => "ring",
+            FifoKind::AllocPerPush => "alloc-per-push",
+        }
+    }
+}
+
+/// A FIFO of 256-byte elements, one heap object per element, allocated by its push.
+struct AllocQueue<'h, 'c> {
+    heap: &'h VnvHeap<'c, Dev>,
+    items: VecDeque<Handle<'h, [u8; 256]>>,
+    charge: Charge,
+}
+
+impl Fifo for AllocQueue<'_, '_> {
+    fn push(&mut self, value: &[u8]) -> bool {
+        let value: [u8; 256] = value.try_into().expect("256-byte element");
+        let heap = self.heap;
+        let h = self.charge.call(heap, || heap.alloc(value)).expect("alloc");
+        self.charge.meter.copy(256);
+        self.items.push_back(h);
+        true
+    }
+
+    fn pop(&mut self, out: &mut [u8]) -> bool {
+        let Some(h) = self.items.pop_front() else {
+            return false;
+        };
+        let heap = self.heap;
+        let v = self.charge.call(heap, || heap.get(&h)).expect("get");
+        self.charge.meter.copy(256);
+        out.copy_from_slice(&v);
+        self.charge.call(heap, || heap.free(h)).expect("free");
+        true
+    }
+
+    fn snapshot(&self) -> (Meter, NvmCounts) {
+        self.charge.snapshot()
+    }
+}
+
+/// The FIFO of Fig. 3 (4 KiB of cache, metadata included, dirty limit 4 KiB, 256-byte
+/// elements) of `kind`, measured by the traffic harness at initial length `len`, with
+/// ids for `len + 2` elements (a push comes before its pop). The alloc-per-push queue
+/// gets an NVM data area for every element the run allocates: the library makes freed
+/// blocks reusable only after a persist, which the run never makes.
+pub fn fifo_traffic(kind: FifoKind, len: usize, pairs: usize) -> Option<Traffic> {
+    let ram = crate::figures::fig3_queue::RAM;
+    let (ids, elems) = match kind {
+        FifoKind::Ring => (len + 2, len + 2),
+        FifoKind::AllocPerPush => (len + 2, len + 2 + pairs),
+    };
+    let config = Config {
+        max_dirty_bytes: ram as u32,
+        max_objects: ids as u16,
+        nvm_offset: 0,
+        nvm_data_bytes: elems as u32 * nvm_bytes(256),
+        cache_bytes: ram as u32,
+    };
+    let mut cache = vec![0u8; ram];
+    let (dev, counter) = device(&config);
+    let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
+    match kind {
+        FifoKind::Ring => {
+            let slots: Vec<_> = (0..len + 1)
+                .map(|_| heap.alloc([0u8; 256]).expect("alloc"))
+                .collect();
+            heap.persist().expect("persist");
+            let mut q = VnvQueue {
+                heap: &heap,
+                slots,
+                head: 0,
+                len: 0,
+                charge: Charge::new(counter),
+            };
+            push_pop_traffic(&mut q, len)
+        }
+        FifoKind::AllocPerPush => {
+            let mut q = AllocQueue {
+                heap: &heap,
+                items: VecDeque::new(),
+                charge: Charge::new(counter),
+            };
+            push_pop_traffic(&mut q, len)
+        }
+    }
+}
+
+/// A persist of a full dirty budget (the traffic table's 2 KiB) of `S`-byte objects,
+/// each made dirty once after a first persist: what it writes.
+fn persist_traffic_of<const S: usize>() -> NvmCounts {
+    let k = TRAFFIC_DIRTY as usize / (S + Config::DIRTY_OVERHEAD as usize);
+    let config = traffic_config(k + 1, S);
+    let mut cache = vec![0u8; TRAFFIC_CACHE];
+    let (dev, counter) = device(&config);
+    let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
+    let mut hs: Vec<_> = (0..k)
+        .map(|_| heap.alloc([0u8; S]).expect("alloc"))
+        .collect();
+    heap.persist().expect("persist");
+    for (i, h) in hs.iter_mut().enumerate() {
+        heap.set(h, [i as u8 + 1; S]).expect("set");
+    }
+    assert_eq!(
+        heap.dirty_bytes(),
+        (k * (S + Config::DIRTY_OVERHEAD as usize)) as u32,
+        "every object is dirty: a full budget"
+    );
+    let before = counter.get();
+    heap.persist().expect("persist");
+    counter.get().since(&before)
+}
+
+/// A full-budget persist of objects of `size` bytes (see `persist_traffic_of`).
+pub fn persist_traffic(size: usize) -> NvmCounts {
+    match size {
+        32 => persist_traffic_of::<32>(),
+        64 => persist_traffic_of::<64>(),
+        128 => persist_traffic_of::<128>(),
+        256 => persist_traffic_of::<256>(),
+        512 => persist_traffic_of::<512>(),
+        other => panic!("no object type of {other} bytes"),
+    }
 }
 
 /// One paragraph on the model in use, printed before the figures.

@@ -9,6 +9,7 @@ pub mod fig2_reference;
 pub mod fig3_queue;
 pub mod fig4_persist;
 pub mod fig5_kv;
+pub mod traffic;
 
 use crate::cost::{Cost, StorageModel};
 use crate::plot::Panel;
