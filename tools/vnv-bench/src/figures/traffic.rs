@@ -263,7 +263,7 @@ fn fifo_figure(checks: &mut Vec<Check>) -> Figure {
     for kind in [FifoKind::Ring, FifoKind::AllocPerPush] {
         let mut points = Vec::new();
         for len in 1..=MAX_LEN {
-            let t = vnv::fifo_traffic(kind, len, FIFO_WARMUP + FIFO_MEASURED);
+            let t = vnv::fifo_traffic(kind, len);
             let mut row = vec![kind.name().to_string(), len.to_string()];
             match &t {
                 Some(t) => row.extend(t.cells()),
