@@ -42,17 +42,14 @@ pub const CYCLES_PER_NVM_CALL: u64 = 200;
 /// Bytes of the cache arena unit (`bits::UNIT` in the library).
 const UNIT: usize = 8;
 
-/// The library's storage cost model.
+/// The library's cost model for the storage model in use: the word model is its
+/// `esp32c3_spi_fram()` (one call per word: `*_op_ns` is a word), the bulk model its
+/// `esp32c3_spi_fram_bulk()`.
 pub fn library_cost_model() -> CostModel {
-    CostModel::esp32c3_spi_fram()
-}
-
-/// Storage time per SPI word as the library prices it: its `*_op_ns` is one word call.
-pub fn library_storage_model() -> StorageModel {
-    let cm = library_cost_model();
-    StorageModel {
-        read_word_ns: cm.read_op_ns,
-        write_word_ns: cm.write_op_ns,
+    if crate::figures::model() == StorageModel::BULK {
+        CostModel::esp32c3_spi_fram_bulk()
+    } else {
+        CostModel::esp32c3_spi_fram()
     }
 }
 
@@ -482,11 +479,14 @@ pub fn kv_measure(sizes: &[usize], dirty: usize, keys: &[usize]) -> Cost {
 }
 
 /// Fig. 6: RAM metadata bytes of the key-value heap (resident headers plus the cache,
-/// id and block bitmaps), and its NVM metadata bytes (commit records and entries).
+/// id and block bitmaps), and its NVM metadata bytes (both commit records with their
+/// slot bitmaps, and the entries): the heap's NVM footprint less its data area.
 pub fn kv_metadata(sizes: &[usize], dirty: usize) -> (usize, usize) {
     let config = kv_config(sizes, dirty);
     let ram = sizes.len() * METADATA.resident_bytes as usize + config.ram_metadata_bytes();
-    let nvm = 64 + sizes.len() * METADATA.nvm_bytes_per_id as usize;
+    let end = config.nvm_end().expect("the configuration fits 32 bits");
+    let nvm = (end - config.nvm_offset - config.nvm_data_bytes) as usize;
+    assert!(nvm >= sizes.len() * METADATA.nvm_bytes_per_id as usize);
     (ram, nvm)
 }
 
@@ -697,20 +697,15 @@ pub fn persist_traffic(size: usize) -> NvmCounts {
     }
 }
 
-/// One paragraph on the model in use, printed before the figures.
+/// One line on the model in use, printed before the figures run under it.
 pub fn describe_model() -> String {
     let m = crate::figures::model();
     format!(
-        "Time model: ESP32-C3 at {} MHz; storage {} ns per 4-byte SPI read call, {} ns per \
-         write call ({}); CPU cycles charged per operation (see tools/vnv-bench/README.md).",
+        "Time model \"{}\": ESP32-C3 at {} MHz; storage: {}; CPU cycles charged per \
+         operation (see tools/vnv-bench/README.md).",
+        m.name,
         crate::cost::CPU_HZ / 1_000_000,
-        m.read_word_ns,
-        m.write_word_ns,
-        if m == library_storage_model() {
-            "the library's CostModel::esp32c3_spi_fram()"
-        } else {
-            "fitted to the paper's Figs. 2 and 3"
-        },
+        m.label,
     )
 }
 
@@ -771,6 +766,13 @@ mod tests {
                 crate::cost::POWER_MW
             ),
             "bench and wcec_bound must price a scan step, a cycle and a watt the same way"
+        );
+        let lib = CostModel::esp32c3_spi_fram();
+        let word = StorageModel::WORD;
+        assert_eq!(
+            (lib.read_op_ns, lib.write_op_ns),
+            (word.read_word_ns, word.write_word_ns),
+            "the word model is the library's: one call per word"
         );
     }
 }
