@@ -297,10 +297,17 @@ impl<S: Nvm> Inner<S> {
     }
 
     pub(crate) fn data_ptr(&self, u: u32) -> *mut u8 {
-        let off = match (self.split(), self.long(u)) {
-            (true, _) => 0,
-            (false, false) => HEADER,
-            (false, true) => LONG_HEADER,
+        self.data_ptr_in(u, self.state(u))
+    }
+
+    /// [`data_ptr`](Self::data_ptr) of the object at `u` whose state word is `s`.
+    fn data_ptr_in(&self, u: u32, s: u16) -> *mut u8 {
+        let off = if self.split() {
+            0
+        } else if s & state::LONG != 0 {
+            LONG_HEADER
+        } else {
+            HEADER
         };
         // SAFETY: the object's bytes follow its header inside its units.
         unsafe { self.unit_ptr(u).add(off) }
@@ -390,12 +397,12 @@ impl<S: Nvm> Inner<S> {
     /// The unit where `id` is resident: the hint if it is right, else a scan (only for
     /// an id the resident bitmap says is cached).
     pub(crate) fn find_resident(&self, id: u16, hint: u16) -> Option<u32> {
-        if !self.ram.id_resident.get(id.into()) {
-            return None;
-        }
         let h = u32::from(hint);
         if h < self.ram.units && self.ram.unit_start.get(h) && self.header_id(h) == id {
             return Some(h);
+        }
+        if !self.ram.id_resident.get(id.into()) {
+            return None;
         }
         let found =
             (0..self.ram.units).find(|&u| self.ram.unit_start.get(u) && self.header_id(u) == id);
@@ -751,7 +758,41 @@ impl<S: Nvm> Inner<S> {
     }
 
     /// Makes `o` resident and pins it; returns its bytes and state word.
+    ///
+    /// The fast path, for an object the hint finds with nothing to load, reserve or
+    /// record: a read pin, or a write pin of an object already dirty. Everything else
+    /// goes to `pin_slow`.
+    #[inline]
     pub(crate) fn pin(
+        &mut self,
+        o: Obj,
+        hint: &Cell<u16>,
+        mode: Mode,
+    ) -> Result<(NonNull<u8>, NonNull<u16>)> {
+        let u = u32::from(hint.get());
+        if u < self.ram.units && self.ram.unit_start.get(u) && self.header_id(u) == o.id {
+            let s = self.state(u);
+            let next = match mode {
+                Mode::Read if s & state::MUT == 0 && state::readers(s) < state::MAX_READERS => {
+                    Some(s + state::READER)
+                }
+                Mode::Write | Mode::Overwrite if s & state::DIRTY != 0 && !state::pinned(s) => {
+                    Some(s | state::MUT | state::WREF)
+                }
+                _ => None,
+            };
+            if let Some(next) = next {
+                self.set_state(u, next | state::REF);
+                let data = NonNull::new(self.data_ptr_in(u, s)).ok_or(HeapError::Busy)?;
+                let st = NonNull::new(self.state_ptr(u)).ok_or(HeapError::Busy)?;
+                return Ok((data, st));
+            }
+        }
+        self.pin_slow(o, hint, mode)
+    }
+
+    #[inline(never)]
+    fn pin_slow(
         &mut self,
         o: Obj,
         hint: &Cell<u16>,
@@ -761,12 +802,9 @@ impl<S: Nvm> Inner<S> {
         // Asked before any write-back this pin causes can pick a new victim.
         let regret = mode != Mode::Read && self.wb.regrets(o.id);
         let (u, reserved) = match self.find_resident(o.id, hint.get()) {
-            Some(u) => {
-                if self.obj_at(u).len != o.len {
-                    return Err(HeapError::TypeMismatch { id: o.id });
-                }
-                (u, false)
-            }
+            // Its length is `o.len`: a handle's type was checked against it when the
+            // handle was made, a raw pin's length against the split table.
+            Some(u) => (u, false),
             None if mode == Mode::Overwrite => {
                 if o.id >= self.layout.max_objects || !self.ram.id_live.get(o.id.into()) {
                     return Err(HeapError::NoSuchObject { id: o.id });
@@ -805,7 +843,7 @@ impl<S: Nvm> Inner<S> {
                 self.set_state(u, s | state::DIRTY | state::MUT | mark);
             }
         }
-        let data = NonNull::new(self.data_ptr(u)).ok_or(HeapError::Busy)?;
+        let data = NonNull::new(self.data_ptr_in(u, s)).ok_or(HeapError::Busy)?;
         let st = NonNull::new(self.state_ptr(u)).ok_or(HeapError::Busy)?;
         Ok((data, st))
     }
