@@ -28,7 +28,7 @@
 //! `AMBER_HEAP_MAX_DIRTY` (decimal bytes; an app sets it with `env = {
 //! AMBER_HEAP_MAX_DIRTY = "..." }` on this task), 1024 when unset. It must be at least
 //! one 256-byte chunk and its overhead (272; checked at compile time) and at most what
-//! the driver's ring allows (`max_dirty_for_ring`: 7326 for this configuration;
+//! the driver's ring allows (`max_dirty_for_ring`: 7411 for this configuration;
 //! checked at start: above it the task prints the largest and ends, exit code 4). Every
 //! bound it prints and declares (persist, phase, ring reserve, pending cap) is
 //! computed from the limit it was built with.
