@@ -14,6 +14,8 @@
 //! |                        | first store traps; default) or `copy` (copy every checkpoint) |
 //! | `amber.pfi=V`          | power-failure interrupt when checkpoint V (from 2) is due: |
 //! |                        | it joins V's persist phase, as a PFI arriving then would |
+//! | `amber.icount`         | QEMU runs with `-icount`: `minstret` counts instructions |
+//! |                        | exactly (amber-qemu adds it); without it costs are host time |
 //!
 //! Words that do not start with `amber.` belong to someone else and are ignored; an
 //! `amber.` word this file does not know is an error, so a typo never goes unnoticed.
@@ -66,6 +68,8 @@ pub struct BootArgs {
     pub memtrack: MemTrack,
     /// Raise the power-failure interrupt when this checkpoint version is due.
     pub pfi: Option<u64>,
+    /// The instruction counter is exact (QEMU `-icount`).
+    pub icount: bool,
 }
 
 impl Default for BootArgs {
@@ -77,6 +81,7 @@ impl Default for BootArgs {
             cut: None,
             memtrack: MemTrack::Protect,
             pfi: None,
+            icount: false,
         }
     }
 }
@@ -121,6 +126,7 @@ pub fn parse(cmdline: &str) -> Result<BootArgs, BootArgError<'_>> {
         };
         match (name, value) {
             ("format", None) => args.format = true,
+            ("icount", None) => args.icount = true,
             ("log", Some(v)) => args.log = v.parse().map_err(|_| bad())?,
             ("test", Some("idle")) => args.mode = Mode::IdleTest,
             ("test", Some("nvm-stress")) => args.mode = Mode::NvmStress,
@@ -132,7 +138,9 @@ pub fn parse(cmdline: &str) -> Result<BootArgs, BootArgError<'_>> {
             ("pfi", Some(v)) => {
                 args.pfi = Some(v.parse().ok().filter(|&v: &u64| v >= 2).ok_or_else(bad)?)
             }
-            ("format" | "log" | "test" | "cut" | "memtrack" | "pfi", _) => return Err(bad()),
+            ("format" | "icount" | "log" | "test" | "cut" | "memtrack" | "pfi", _) => {
+                return Err(bad())
+            }
             _ => return Err(BootArgError::UnknownOption(word)),
         }
     }
@@ -166,6 +174,11 @@ mod tests {
         assert_eq!(a.mode, Mode::NvmStress);
         assert_eq!(parse("amber.test=idle").unwrap().mode, Mode::IdleTest);
         assert_eq!(parse("amber.test=panic").unwrap().mode, Mode::PanicTest);
+        assert!(parse("amber.icount").unwrap().icount);
+        assert!(
+            !parse("").unwrap().icount,
+            "costs are host time unless told"
+        );
     }
 
     #[test]
@@ -183,6 +196,7 @@ mod tests {
         );
         assert!(parse("amber.log=loud").is_err());
         assert!(parse("amber.format=yes").is_err(), "format takes no value");
+        assert!(parse("amber.icount=1").is_err(), "icount takes no value");
         assert!(parse("amber.test").is_err(), "test needs a value");
         assert!(parse("amber.cut=0").is_err(), "stores count from 1");
         assert!(parse("amber.cut=x:1").is_err());

@@ -23,7 +23,9 @@ use amber_spi_api::{
     buffer_of, SpiError, DRIVER_RAM, DRIVER_RAM_BYTES, INDEX_BYTES, MAX_CHUNK, OP_READ, OP_WRITE,
 };
 use amber_user::abi::NO_SLOT;
-use amber_user::{build_setting, commit_watch, poll, println, recv, reply, IpcDesc, WatchFlags};
+use amber_user::{
+    build_setting, commit_watch, counters_exact, poll, println, recv, reply, IpcDesc, WatchFlags,
+};
 use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
 
 amber_user::main!(main);
@@ -62,7 +64,9 @@ static mut WATCH: [u64; 2] = [0; 2];
 
 type Device = Fram<EmuFram<MmioNvm>>;
 
-/// Spends `cycles` CPU cycles: the time the SPI transfer would take.
+/// Spends `cycles` CPU cycles: the time the SPI transfer would take (cycles of the
+/// `cycle` counter, which counts exactly only under `-icount`; without it, ticks of
+/// the host's clock).
 fn spend(cycles: u32) {
     let start = amber_user::cycles();
     while amber_user::cycles().wrapping_sub(start) < cycles {
@@ -110,11 +114,16 @@ fn main() {
     let (mut ring, _) = IndexedRing::open(&mut ring_nvm, &mut fram, region, RingIndex(0), slots)
         .expect("open the ring");
     println!(
-        "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes at {} cycles per wire byte",
+        "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes at {} {} per wire byte",
         ring.ring().capacity(),
         INDEX_SLOTS,
         FRAM_PART.size(),
-        CYCLES_PER_BYTE
+        CYCLES_PER_BYTE,
+        if counters_exact() {
+            "cycles"
+        } else {
+            "host clock ticks (cycles only under -icount)"
+        }
     );
     // A write's bytes, copied out of the client's buffer before anything checks them;
     // a read's, before they go to the buffer. Also what a Recv takes (and drops) of
