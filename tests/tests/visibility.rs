@@ -120,6 +120,7 @@ fn every_committed_write_reaches_the_chip_after_recovery() {
     q.send(&[0x10]); // the power-failure interrupt: commit, then halt
     q.expect("power failure: checkpoint");
     assert_eq!(q.exit_code(), 0);
+    let first = q.transcript();
 
     let mut q = Qemu::boot(&machine);
     // Both tasks report the restore, in either order.
@@ -143,7 +144,9 @@ fn every_committed_write_reaches_the_chip_after_recovery() {
         assert_eq!(
             record(&bytes, n),
             n as u32,
-            "record {n} was committed (the system resumed at {committed}) but is not on the FRAM"
+            "record {n} was committed (the system resumed at {committed}) but is not on the FRAM\n\
+             before the power failure:\n{first}\nafter it:\n{}",
+            q.transcript()
         );
     }
 }
