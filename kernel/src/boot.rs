@@ -10,7 +10,7 @@ use crate::bootargs::{self, Mode};
 use crate::cut::CutNvm;
 use crate::exit::ExitCode;
 use crate::task::SystemNvm;
-use crate::{arch, board, console, heap, task};
+use crate::{arch, board, console, cost, heap, task};
 use alloc::vec::Vec;
 use amber_format::{FormatPolicy, NvmHeader, Opened};
 use amber_nvm::Nvm;
@@ -36,6 +36,7 @@ pub extern "C" fn kmain(_hartid: usize, dtb: usize) -> ! {
     let cmdline = board::bootargs(dtb);
     let args = bootargs::parse(cmdline).unwrap_or_else(|e| fatal(ExitCode::BadBootArgs, e));
     console::set_level(args.log);
+    cost::set_exact(args.icount);
     // `parse` accepted it: it is UTF-8.
     let shown = core::str::from_utf8(cmdline).unwrap_or_default();
     info!("Amber on QEMU virt (RV32IMC, M-mode); boot options `{shown}`");

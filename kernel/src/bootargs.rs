@@ -14,6 +14,8 @@
 //! |                        | first store traps; default) or `copy` (copy every checkpoint) |
 //! | `amber.pfi=V`          | power-failure interrupt when checkpoint V (from 2) is due: |
 //! |                        | it joins V's persist phase, as a PFI arriving then would |
+//! | `amber.icount`         | QEMU runs with `-icount`: `minstret` counts instructions |
+//! |                        | exactly (amber-qemu adds it); without it costs are host time |
 //!
 //! Words that do not start with `amber.` belong to someone else and are ignored; an
 //! `amber.` word this file does not know is an error, so a typo never goes unnoticed.
@@ -68,6 +70,8 @@ pub struct BootArgs {
     pub memtrack: MemTrack,
     /// Raise the power-failure interrupt when this checkpoint version is due.
     pub pfi: Option<u64>,
+    /// The instruction counter is exact (QEMU `-icount`).
+    pub icount: bool,
 }
 
 impl Default for BootArgs {
@@ -79,6 +83,7 @@ impl Default for BootArgs {
             cut: None,
             memtrack: MemTrack::Protect,
             pfi: None,
+            icount: false,
         }
     }
 }
@@ -119,7 +124,7 @@ impl fmt::Display for BootArgError<'_> {
 }
 
 /// The options, in the order of [`parse`]'s table; each may be given once.
-const OPTIONS: [&str; 6] = ["format", "log", "test", "cut", "memtrack", "pfi"];
+const OPTIONS: [&str; 7] = ["format", "icount", "log", "test", "cut", "memtrack", "pfi"];
 
 /// Parses a kernel command line (the bytes of `/chosen/bootargs`, without its NUL).
 pub fn parse(cmdline: &[u8]) -> Result<BootArgs, BootArgError<'_>> {
@@ -152,6 +157,7 @@ pub fn parse(cmdline: &[u8]) -> Result<BootArgs, BootArgError<'_>> {
         };
         match (name, value) {
             ("format", None) => args.format = true,
+            ("icount", None) => args.icount = true,
             ("log", Some(v)) => args.log = v.parse().map_err(|_| bad())?,
             ("test", Some("idle")) => args.mode = Mode::IdleTest,
             ("test", Some("nvm-stress")) => args.mode = Mode::NvmStress,
@@ -197,6 +203,11 @@ mod tests {
         assert_eq!(a.mode, Mode::NvmStress);
         assert_eq!(parse(b"amber.test=idle").unwrap().mode, Mode::IdleTest);
         assert_eq!(parse(b"amber.test=panic").unwrap().mode, Mode::PanicTest);
+        assert!(parse(b"amber.icount").unwrap().icount);
+        assert!(
+            !parse(b"").unwrap().icount,
+            "costs are host time unless told"
+        );
     }
 
     #[test]
@@ -214,6 +225,7 @@ mod tests {
         );
         assert!(parse(b"amber.log=loud").is_err());
         assert!(parse(b"amber.format=yes").is_err(), "format takes no value");
+        assert!(parse(b"amber.icount=1").is_err(), "icount takes no value");
         assert!(parse(b"amber.test").is_err(), "test needs a value");
         assert!(parse(b"amber.cut=0").is_err(), "stores count from 1");
         assert!(parse(b"amber.cut=x:1").is_err());

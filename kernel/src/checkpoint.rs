@@ -15,6 +15,7 @@
 //! a task run between gathering the items and the commit.
 
 use crate::bootargs::MemTrack;
+use crate::cost::{self, Cost};
 use crate::pages::{PageMask, Pages, PAGES};
 use crate::task::TaskImage;
 use amber_ckpt::{CheckpointStats, CkptError, ItemId, Manager, Source, Version, META_LEN};
@@ -145,7 +146,8 @@ impl Source for Snapshot<'_> {
 #[derive(Default)]
 pub struct Totals {
     pub checkpoints: u64,
-    pub instructions: u64,
+    /// The pauses of all of them.
+    pub cost: Cost,
     pub nvm_bytes: u64,
     pub data_bytes: u64,
 }
@@ -168,7 +170,8 @@ pub struct Persist<N> {
 /// The result of one checkpoint, for the console.
 pub struct Taken {
     pub stats: CheckpointStats,
-    pub instructions: u64,
+    /// The pause.
+    pub cost: Cost,
 }
 
 impl<N: Nvm> Persist<N> {
@@ -181,7 +184,7 @@ impl<N: Nvm> Persist<N> {
         tasks: &'static [TaskImage],
         ticks: u64,
     ) -> Result<Taken, CkptError> {
-        let start = riscv::register::minstret::read64();
+        let start = cost::stamp();
         let all = self.memtrack == MemTrack::Copy;
         let meta = Meta {
             ticks,
@@ -198,16 +201,13 @@ impl<N: Nvm> Persist<N> {
         kernel.clear_dirty();
         self.mem_dirty = [0; crate::task::MAX_TASKS];
         self.since = 0;
-        let instructions = riscv::register::minstret::read64() - start;
+        let cost = start.elapsed();
         let t = &mut self.totals;
         t.checkpoints += 1;
-        t.instructions += instructions;
+        t.cost += cost;
         t.nvm_bytes += stats.nvm_bytes;
         t.data_bytes += stats.data_bytes;
-        Ok(Taken {
-            stats,
-            instructions,
-        })
+        Ok(Taken { stats, cost })
     }
 
     /// The committed version.

@@ -1,8 +1,9 @@
 //! The checkpoint benchmark (`amber.test=ckpt-bench`): measures the pause of one
-//! checkpoint, in retired instructions, on the real NVM window, for synthetic systems
-//! with a chosen number of dirty kernel objects and dirty bytes of task memory, against
-//! a full copy of the same system; then the cost of recovering it. Run it under
-//! `-icount shift=0,sleep=off` (`cargo xtask bench`) so the counts are exact.
+//! checkpoint on the real NVM window, for synthetic systems with a chosen number of
+//! dirty kernel objects and dirty bytes of task memory, against a full copy of the same
+//! system; then the cost of recovering it. Run it under `-icount shift=0,sleep=off`
+//! (`cargo xtask bench`) for exact instruction counts; without it the figures are host
+//! time (`crate::cost`).
 //!
 //! Kernel objects here are synthetic records of 182 bytes (the size of a Thread
 //! record, the most common dirty object); the arena of a real kernel holds at most
@@ -16,6 +17,7 @@
 //! printed on the row's "then" line.
 
 use crate::checkpoint::MEMORY_KIND;
+use crate::cost::{self, Cost};
 use alloc::vec;
 use alloc::vec::Vec;
 use amber_ckpt::{ItemId, Manager, Source, META_LEN};
@@ -66,10 +68,10 @@ impl Source for System {
     }
 }
 
-fn count<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    let start = riscv::register::minstret::read64();
+fn count<T>(f: impl FnOnce() -> T) -> (T, Cost) {
+    let start = cost::stamp();
     let r = f();
-    (r, riscv::register::minstret::read64() - start)
+    (r, start.elapsed())
 }
 
 /// Runs every scenario and prints one `ckbench:` line per row.
@@ -86,8 +88,8 @@ pub fn run(nvm: &mut impl Nvm, area: Region) -> ! {
     // The first checkpoint copies everything and allocates every extent.
     mgr.checkpoint(nvm, &sys, [0; META_LEN])
         .expect("first checkpoint");
-    info!("ckbench: scenario | instructions | dirty data bytes | NVM bytes | NVM/dirty");
-    info!("ckbench:   then, nothing dirty: twins of what it wrote | instructions | twin bytes | NVM bytes");
+    info!("ckbench: scenario | pause | dirty data bytes | NVM bytes | NVM/dirty");
+    info!("ckbench:   then, nothing dirty: twins of what it wrote | pause | twin bytes | NVM bytes");
     let rows: [(&str, u16, u16, [bool; 2]); 7] = [
         ("idle (nothing dirty)", 16, 0, [false, false]),
         ("1 dirty kernel object", 16, 1, [false, false]),
@@ -113,7 +115,7 @@ pub fn run(nvm: &mut impl Nvm, area: Region) -> ! {
             mgr.checkpoint(nvm, &sys, [0; META_LEN])
                 .expect("settle checkpoint");
             (sys.all, sys.dirty_objects, sys.mem_dirty) = (full, dirty_objects, mem_dirty);
-            let (stats, instructions) = count(|| mgr.checkpoint(nvm, &sys, [0; META_LEN]));
+            let (stats, pause) = count(|| mgr.checkpoint(nvm, &sys, [0; META_LEN]));
             let stats = stats.expect("checkpoint");
             let amp = if stats.data_bytes == 0 {
                 0.0
@@ -121,35 +123,35 @@ pub fn run(nvm: &mut impl Nvm, area: Region) -> ! {
                 stats.nvm_bytes as f32 / stats.data_bytes as f32
             };
             info!(
-                "ckbench: {name}{} | {instructions} | {} | {} | {amp:.3}",
+                "ckbench: {name}{} | {pause} | {} | {} | {amp:.3}",
                 if full { ", full copy" } else { "" },
                 stats.data_bytes,
                 stats.nvm_bytes
             );
             if !full {
                 (sys.dirty_objects, sys.mem_dirty) = (0, [false; 2]);
-                let (then, instructions) = count(|| mgr.checkpoint(nvm, &sys, [0; META_LEN]));
+                let (then, pause) = count(|| mgr.checkpoint(nvm, &sys, [0; META_LEN]));
                 let then = then.expect("checkpoint after");
                 info!(
-                    "ckbench:   then, nothing dirty: {} twins | {instructions} | {} | {}",
+                    "ckbench:   then, nothing dirty: {} twins | {pause} | {} | {}",
                     then.twins_written, then.twin_bytes, then.nvm_bytes
                 );
             }
         }
     }
-    let ((recovered, _report), instructions) =
+    let ((recovered, _report), validate) =
         count(|| Manager::recover(nvm, area).expect("recover the benchmark state"));
     let mut buf = vec![0u8; LARGE_MEM];
     let items: Vec<(ItemId, u8, u32)> = recovered.live_items().collect();
-    let (bytes, read_instructions) = count(|| {
+    let (bytes, read) = count(|| {
         items
             .iter()
             .map(|&(id, _, _)| recovered.read_item(nvm, id, &mut buf).expect("read back"))
             .sum::<usize>()
     });
     info!(
-        "ckbench: recovery of {} items ({bytes} bytes): {instructions} instructions to validate and \
-         rebuild, {read_instructions} to read every item back",
+        "ckbench: recovery of {} items ({bytes} bytes): {validate} to validate and rebuild, \
+         {read} to read every item back",
         items.len()
     );
     crate::board::exit_success()

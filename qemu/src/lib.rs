@@ -5,7 +5,10 @@
 //! stray atomic or float instruction traps here before it does on an ESP32-C3), no
 //! firmware, and the NVM as an `ivshmem-plain` device over a host file with
 //! `share=on`, so that every guest store lands in the file at once and a SIGKILL of
-//! QEMU is a power cut. It also says which NVM image sizes the machine takes
+//! QEMU is a power cut. With `-icount` it tells the kernel so (boot option
+//! `amber.icount`): only then does the hart's instruction counter count instructions,
+//! and the kernel labels its figures by it. It can start the machine halted behind
+//! QEMU's gdb stub. It also says which NVM image sizes the machine takes
 //! ([`check_nvm_size`]), so that a bad one is refused in words before QEMU starts.
 //! This crate only builds commands; it never runs one.
 
@@ -109,11 +112,15 @@ impl std::error::Error for QemuMissing {}
 
 /// Finds `qemu-system-riscv32` on `PATH`.
 pub fn find_qemu() -> Result<PathBuf, QemuMissing> {
+    on_path(QEMU).ok_or(QemuMissing)
+}
+
+/// Where `binary` is on `PATH`, if it is.
+pub fn on_path(binary: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .map(|dir| dir.join(QEMU))
+        .map(|dir| dir.join(binary))
         .find(|p| p.is_file())
-        .ok_or(QemuMissing)
 }
 
 /// Where the console goes.
@@ -134,9 +141,13 @@ pub struct Machine {
     /// Kernel command line (`amber.*` options).
     pub bootargs: String,
     /// Count instructions (`-icount shift=0,sleep=off`): guest time becomes a function
-    /// of retired instructions, so runs and measurements repeat exactly.
+    /// of retired instructions, so runs and measurements repeat exactly. The kernel
+    /// is told by the boot option `amber.icount`.
     pub icount: bool,
     pub console: Console,
+    /// Start halted, with QEMU's gdb stub on this TCP port (`-gdb tcp::PORT -S`):
+    /// nothing runs until a debugger connects and continues.
+    pub gdb: Option<u16>,
 }
 
 impl Machine {
@@ -147,6 +158,7 @@ impl Machine {
             bootargs: String::new(),
             icount: false,
             console: Console::Stdio,
+            gdb: None,
         }
     }
 
@@ -185,9 +197,10 @@ impl Machine {
         }
         a.push("-kernel".into());
         a.push(self.kernel.display().to_string());
-        if !self.bootargs.is_empty() {
+        let cmdline = self.kernel_command_line();
+        if !cmdline.is_empty() {
             a.push("-append".into());
-            a.push(self.bootargs.clone());
+            a.push(cmdline);
         }
         if let Some((image, size)) = &self.nvm {
             a.push("-object".into());
@@ -202,7 +215,22 @@ impl Machine {
             a.push("-icount".into());
             a.push("shift=0,sleep=off".into());
         }
+        if let Some(port) = self.gdb {
+            a.push("-gdb".into());
+            a.push(format!("tcp::{port}"));
+            a.push("-S".into());
+        }
         a
+    }
+
+    /// The kernel's command line: the boot options, and `amber.icount` under
+    /// `-icount`, so that the kernel knows its instruction counter is exact.
+    pub fn kernel_command_line(&self) -> String {
+        let mut words: Vec<&str> = self.bootargs.split_ascii_whitespace().collect();
+        if self.icount {
+            words.push("amber.icount");
+        }
+        words.join(" ")
     }
 
     /// The command, with the binary found on `PATH`.
@@ -279,6 +307,34 @@ mod tests {
             check_nvm_size(0),
             Err(NvmSizeError::TooSmall { .. })
         ));
+    }
+
+    #[test]
+    fn the_kernel_is_told_exactly_when_instructions_are_counted() {
+        let mut m = Machine::new("k.elf").bootargs("amber.log=debug");
+        assert_eq!(m.kernel_command_line(), "amber.log=debug");
+        assert!(!m.args().join(" ").contains("icount"));
+        m.icount = true;
+        let args = m.args().join(" ");
+        assert!(args.contains("-icount shift=0,sleep=off"), "{args}");
+        assert!(
+            args.contains("-append amber.log=debug amber.icount"),
+            "{args}"
+        );
+        assert_eq!(
+            Machine::new("k.elf").kernel_command_line(),
+            "",
+            "no options, no -append"
+        );
+    }
+
+    #[test]
+    fn a_gdb_machine_starts_halted_behind_its_stub() {
+        let mut m = Machine::new("k.elf");
+        assert!(!m.args().contains(&"-S".to_owned()));
+        m.gdb = Some(4321);
+        let args = m.args().join(" ");
+        assert!(args.ends_with("-gdb tcp::4321 -S"), "{args}");
     }
 
     #[test]

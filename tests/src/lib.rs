@@ -3,8 +3,12 @@
 //!
 //! Every wait has a timeout, and every failure panics with the whole console
 //! transcript, so a red test says what the kernel printed. The kernel ELF comes from
-//! `AMBER_KERNEL`, which `cargo xtask test` sets after building it. The harness must
-//! never decide what a test asserts; it only drives and reports.
+//! `AMBER_KERNEL`, which `cargo xtask test` sets after building it (and the apps'
+//! images from `AMBER_APPS`, xtask itself from `AMBER_XTASK`). The harness must never
+//! decide what a test asserts; it only drives and reports. Tests record the figures
+//! they proved with [`record`], for the summary at the end of `cargo xtask test`.
+
+pub use amber_test_summary::record;
 
 use amber_qemu::Machine;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,8 +18,9 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Default bound on any single wait.
-pub const TIMEOUT: Duration = Duration::from_secs(30);
+/// Default bound on any single wait: generous, since every wait ends as soon as the
+/// guest gets there and the machine may be busy.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The kernel ELF to boot.
 pub fn kernel() -> PathBuf {
@@ -36,6 +41,14 @@ pub fn app(name: &str) -> PathBuf {
             "AMBER_APPS is not set: run the integration tests with `cargo xtask test`, \
              which builds every app in user/apps first"
         ),
+    }
+}
+
+/// The xtask binary that runs the tests (for tests of its own commands).
+pub fn xtask() -> PathBuf {
+    match std::env::var_os("AMBER_XTASK") {
+        Some(p) => PathBuf::from(p),
+        None => panic!("AMBER_XTASK is not set: run the integration tests with `cargo xtask test`"),
     }
 }
 
@@ -97,8 +110,9 @@ impl Qemu {
         Qemu::spawn(machine.command().unwrap_or_else(|e| panic!("{e}")))
     }
 
-    /// Starts a QEMU command line built by hand (one `Machine` cannot express, such as
-    /// boot options that are not UTF-8).
+    /// Starts `cmd`, a command that runs QEMU with its console on stdout (a command
+    /// line built by hand, with what one `Machine` cannot express such as boot options
+    /// that are not UTF-8, or `xtask run`), read as [`Qemu::boot`] reads a machine's.
     pub fn spawn(mut cmd: std::process::Command) -> Qemu {
         let mut child = cmd
             .stdin(Stdio::piped())
@@ -185,6 +199,11 @@ impl Qemu {
         // `Child::kill` sends SIGKILL on Unix.
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// The process id of what was started.
+    pub fn id(&self) -> u32 {
+        self.child.id()
     }
 
     /// QEMU's exit code if it has exited by itself, without waiting.

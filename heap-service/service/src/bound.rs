@@ -49,15 +49,15 @@ impl InstrModel {
     /// the heap service at start-up (its `driver calls measured` line: the cheapest of
     /// four calls of each kind, timed with `instret` around `amber_spi_api::Client`'s
     /// `write` and `read`, whose bytes go through the buffer the service shares with
-    /// the driver; release build, the driver at priority 1, its ring empty for the
-    /// reads):
+    /// the driver, each side computing the CRC-32 check of them; release build, the
+    /// driver at priority 1, its ring empty for the reads):
     ///
     /// | what | measured instructions | per call | per byte |
     /// |------|-----------------------|----------|----------|
-    /// | write of 16 bytes | 11,383 | | |
-    /// | write of 256 bytes | 15,823 | 11,087 | 18.5 |
-    /// | read of 8 bytes | 12,280 | | |
-    /// | read of 256 bytes | 48,525 | 11,111 | 146.1 |
+    /// | write of 16 bytes | 11,812 | | |
+    /// | write of 256 bytes | 21,052 | 11,196 | 38.5 |
+    /// | read of 8 bytes | 12,650 | | |
+    /// | read of 256 bytes | 54,141 | 11,312 | 167.3 |
     /// | a pending 1-byte entry elsewhere | +22 | | 0.8 per ring byte (28) |
     /// | a pending 1-byte entry overlapping an 8-byte read | +123 | | 4.4 per ring byte |
     /// | a pending 256-byte entry under a 256-byte read | +1,515 | | 5.4 per ring byte (280) |
@@ -76,10 +76,10 @@ impl InstrModel {
     /// request's receive and reply are within the fixed part (an IPC round trip is
     /// about 7,000 instructions, `cargo xtask bench`).
     pub const QEMU_SPIDRV: InstrModel = InstrModel {
-        write_call: 16_700,
-        write_byte: 28,
-        read_call: 16_700,
-        read_byte: 220,
+        write_call: 16_800,
+        write_byte: 58,
+        read_call: 17_000,
+        read_byte: 251,
         read_pending_byte: 9,
         fixed: 16_000,
         per_object: 9_600,

@@ -414,4 +414,10 @@ fn every_cut_of_a_checkpoint_and_of_its_recovery_recovers_version_n_or_n_plus_1(
         total.failed, 0,
         "some crash states recovered a state that was never committed"
     );
+    amber_test_summary::record(&format!(
+        "checkpoint manager (host, kernel/ckpt): {} crash states explored over {} workloads, {} failed",
+        total.explored,
+        WORKLOADS.len(),
+        total.failed
+    ));
 }

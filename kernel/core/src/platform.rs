@@ -21,4 +21,7 @@ pub trait Platform {
     fn irq_complete(&mut self, irq: u32);
     /// Ticks since boot (the timer's time base).
     fn now_ticks(&self) -> u64;
+    /// Whether the hart's `cycle` and `instret` counters count exactly (QEMU
+    /// `-icount`) rather than follow a clock; tasks learn it from `Now`.
+    fn counter_exact(&self) -> bool;
 }

@@ -7,5 +7,5 @@ mod qemu_virt;
 pub use qemu_virt::{
     bootargs, console_task_output, enable_user_counters, exit, exit_success, external_interrupt,
     find_nvm, init_interrupts, irq_complete, irq_enable, ticks, timer_interrupt,
-    uart_bytes_received, uptime_ms, External, CONSOLE_UART,
+    uart_bytes_received, uptime_ms, uptime_us, External, CONSOLE_UART,
 };

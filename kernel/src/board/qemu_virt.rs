@@ -74,6 +74,11 @@ pub fn uptime_ms() -> u64 {
     mtime() / (MTIME_HZ / 1000)
 }
 
+/// Microseconds since reset: host time when QEMU runs without `-icount`.
+pub fn uptime_us() -> u64 {
+    mtime() / (MTIME_HZ / 1_000_000)
+}
+
 /// Lets U-mode read `cycle` and `instret` (the benchmark task measures with them).
 /// `virt` has S-mode, so both `mcounteren` and `scounteren` must allow it.
 pub fn enable_user_counters() {

@@ -21,6 +21,7 @@ use crate::arch::riscv32::trap::{
 };
 use crate::board::{self, External};
 use crate::checkpoint::Persist;
+use crate::cost::{self, Cost, Stamp};
 use crate::cut::CutNvm;
 use amber_core::{CapSpec, Context, Fault, FaultPolicy, Kernel, Platform, ThreadId};
 use amber_nvm::MmioNvm;
@@ -84,11 +85,11 @@ struct Phase {
     why: &'static str,
     /// `now_ticks` when the phase began.
     since: u64,
-    /// `minstret` when the phase began.
-    start: u64,
-    /// `minstret` at the power-failure interrupt, when there was one: halt after the
+    /// When the phase began.
+    start: Stamp,
+    /// The moment of the power-failure interrupt, when there was one: halt after the
     /// checkpoint.
-    power_failure: Option<u64>,
+    power_failure: Option<Stamp>,
 }
 
 /// Whether the app has any task.
@@ -136,6 +137,10 @@ impl Platform for Board {
     fn now_ticks(&self) -> u64 {
         now_ticks()
     }
+
+    fn counter_exact(&self) -> bool {
+        cost::exact()
+    }
 }
 
 /// A checkpoint is due: when persist callbacks are registered they persist first
@@ -145,7 +150,7 @@ fn checkpoint_due(k: &mut Kernel, why: &'static str) {
     if k.persist_active() {
         return;
     }
-    if begin_phase(k, why, riscv::register::minstret::read64(), false) {
+    if begin_phase(k, why, cost::stamp(), false) {
         injected_power_failure(k, why);
     } else if !injected_power_failure(k, why) {
         checkpoint(k, why);
@@ -169,9 +174,9 @@ fn injected_power_failure(k: &mut Kernel, why: &str) -> bool {
 }
 
 /// Starts a persist phase if any callback must persist, recording what the
-/// checkpoint after it is for; `start` is `minstret` at its cause. Returns whether a
+/// checkpoint after it is for; `start` is the moment of its cause. Returns whether a
 /// phase started.
-fn begin_phase(k: &mut Kernel, why: &'static str, start: u64, power_failure: bool) -> bool {
+fn begin_phase(k: &mut Kernel, why: &'static str, start: Stamp, power_failure: bool) -> bool {
     if !k.begin_persist() {
         return false;
     }
@@ -189,7 +194,7 @@ fn begin_phase(k: &mut Kernel, why: &'static str, start: u64, power_failure: boo
 /// the one before a checkpoint; its checkpoint then commits the restored state.
 /// Without callbacks nothing happens.
 fn restore_phase(k: &mut Kernel) {
-    if begin_phase(k, "restore", riscv::register::minstret::read64(), false) {
+    if begin_phase(k, "restore", cost::stamp(), false) {
         injected_power_failure(k, "restore");
     }
 }
@@ -206,7 +211,7 @@ fn persist_progress(k: &mut Kernel) {
         let Some(phase) = PHASE.lock().take() else {
             return;
         };
-        let persisted = riscv::register::minstret::read64() - phase.start;
+        let persisted = phase.start.elapsed();
         let taken = checkpoint(k, phase.why);
         if let Some(pfi) = phase.power_failure {
             halt_after_power_failure(pfi, Some((persisted, end.declared_bound)), taken);
@@ -238,22 +243,22 @@ fn persist_progress(k: &mut Kernel) {
 }
 
 /// What one committed checkpoint cost, for the power-failure report.
-struct Cost {
+struct Committed {
     version: u64,
-    instructions: u64,
+    pause: Cost,
     nvm_bytes: u64,
 }
 
 /// Takes a checkpoint now (the world is stopped: interrupts are off) and wakes any
 /// thread waiting in the Checkpoint syscall with the outcome. Returns its cost if it
 /// committed.
-fn checkpoint(k: &mut Kernel, why: &str) -> Option<Cost> {
+fn checkpoint(k: &mut Kernel, why: &str) -> Option<Committed> {
     let taken = take_checkpoint(k, why);
     k.checkpoint_done(taken.is_some());
     taken
 }
 
-fn take_checkpoint(k: &mut Kernel, why: &str) -> Option<Cost> {
+fn take_checkpoint(k: &mut Kernel, why: &str) -> Option<Committed> {
     let mut p = PERSIST.lock();
     let p = p.as_mut()?;
     // Commit watches: the watched values as they are in this checkpoint.
@@ -269,29 +274,29 @@ fn take_checkpoint(k: &mut Kernel, why: &str) -> Option<Cost> {
                 &mut Board,
             );
             log::debug!(
-                "checkpoint {} ({why}): {} items, {} data bytes, {} NVM bytes, {} instructions",
+                "checkpoint {} ({why}): {} items, {} data bytes, {} NVM bytes, {}",
                 taken.stats.version.0,
                 taken.stats.items_written,
                 taken.stats.data_bytes,
                 taken.stats.nvm_bytes,
-                taken.instructions
+                taken.cost
             );
             let t = &p.totals;
             if t.checkpoints.is_multiple_of(REPORT_EVERY) {
                 info!(
-                    "checkpoints: {} since boot, last version {}, mean pause {} instructions, mean {} NVM bytes for {} data bytes",
+                    "checkpoints: {} since boot, last version {}, mean pause {}, mean {} NVM bytes for {} data bytes",
                     t.checkpoints,
                     taken.stats.version.0,
-                    t.instructions / t.checkpoints,
+                    t.cost.per(t.checkpoints),
                     t.nvm_bytes / t.checkpoints,
                     t.data_bytes / t.checkpoints
                 );
             }
             // Clean task memory is write-protected again from now on.
             *PMP_FOR.lock() = None;
-            Some(Cost {
+            Some(Committed {
                 version: taken.stats.version.0,
-                instructions: taken.instructions,
+                pause: taken.cost,
                 nvm_bytes: taken.stats.nvm_bytes,
             })
         }
@@ -311,7 +316,7 @@ fn power_failure(k: &mut Kernel) {
         info!("power failure during boot, before checkpoints are set up: nothing to save; halting");
         board::exit_success()
     }
-    let start = riscv::register::minstret::read64();
+    let start = cost::stamp();
     if let Some(phase) = PHASE.lock().as_mut() {
         info!(
             "power failure: persist callbacks are already persisting; the checkpoint follows them"
@@ -343,27 +348,38 @@ fn checkpoint_bound() -> u64 {
 }
 
 /// Reports what the power failure's persist and checkpoint cost since the interrupt
-/// (`pfi`, in `minstret`) and halts. `persisted` is (instructions the persist phase
-/// took, the bound its callbacks declared).
-fn halt_after_power_failure(pfi: u64, persisted: Option<(u64, u64)>, taken: Option<Cost>) -> ! {
-    let total = riscv::register::minstret::read64() - pfi;
+/// (`pfi`) and halts. `persisted` is (what the persist phase took, the bound in
+/// instructions its callbacks declared). The bounds count instructions, so they are
+/// printed only next to exact counts.
+fn halt_after_power_failure(
+    pfi: Stamp,
+    persisted: Option<(Cost, u64)>,
+    taken: Option<Committed>,
+) -> ! {
+    let total = pfi.elapsed();
+    let exact = total.instructions().is_some();
     match persisted {
-        Some((instructions, bound)) => info!(
-            "power failure: persist callbacks took {instructions} instructions (declared bound {bound})"
+        Some((took, bound)) if exact => {
+            info!("power failure: persist callbacks took {took} (declared bound {bound})")
+        }
+        Some((took, _)) => info!(
+            "power failure: persist callbacks took {took} (their bounds count instructions: compare them under -icount)"
         ),
         None => info!("power failure: 0 persist callbacks registered"),
     }
     match taken {
         Some(c) => {
-            let declared = persisted.map_or(0, |(_, bound)| bound);
+            if exact {
+                let declared = persisted.map_or(0, |(_, bound)| bound);
+                info!(
+                    "power failure: persist and checkpoint bound {} instructions (persist {declared} declared + checkpoint {})",
+                    declared + checkpoint_bound(),
+                    checkpoint_bound()
+                );
+            }
             info!(
-                "power failure: persist and checkpoint bound {} instructions (persist {declared} declared + checkpoint {})",
-                declared + checkpoint_bound(),
-                checkpoint_bound()
-            );
-            info!(
-                "power failure: checkpoint {} committed in {} instructions, {} NVM bytes; {} instructions since the interrupt; halting",
-                c.version, c.instructions, c.nvm_bytes, total
+                "power failure: checkpoint {} committed in {}, {} NVM bytes; {} since the interrupt; halting",
+                c.version, c.pause, c.nvm_bytes, total
             )
         }
         None => {

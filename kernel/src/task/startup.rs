@@ -63,13 +63,16 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
         persist.mem_dirty = [ALL_PAGES; MAX_TASKS];
         match persist.take(&mut k, tasks, now_ticks()) {
             Ok(t) => info!(
-                "fresh start: app {} booted and checkpoint {} committed ({} NVM bytes, {} instructions)",
+                "fresh start: app {} booted and checkpoint {} committed ({} NVM bytes, {})",
                 app::APP_NAME,
                 t.stats.version.0,
                 t.stats.nvm_bytes,
-                t.instructions
+                t.cost
             ),
-            Err(e) => crate::boot::fatal(ExitCode::NvmIo, format_args!("first checkpoint failed: {e}")),
+            Err(e) => crate::boot::fatal(
+                ExitCode::NvmIo,
+                format_args!("first checkpoint failed: {e}"),
+            ),
         }
     }
     let tracking = match args.memtrack {
@@ -97,7 +100,7 @@ fn recover(
     tasks: &'static [TaskImage],
     fingerprint: u32,
 ) -> Manager {
-    let start = riscv::register::minstret::read64();
+    let start = crate::cost::stamp();
     match Manager::recover(nvm, area) {
         Ok((mgr, report)) if mgr.committed().0 > 0 => {
             let meta = Meta::decode(&mgr.meta());
@@ -119,9 +122,9 @@ fn recover(
             *TICK_BASE.lock() = meta.ticks;
             KERNEL.lock().signal_restored(&mut Board);
             info!(
-                "recovered checkpoint {} in {} instructions ({} uncommitted descriptors erased)",
+                "recovered checkpoint {} in {} ({} uncommitted descriptors erased)",
                 mgr.committed().0,
-                riscv::register::minstret::read64() - start,
+                start.elapsed(),
                 report.erased_uncommitted
             );
             mgr

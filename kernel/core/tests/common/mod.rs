@@ -100,6 +100,7 @@ pub struct FakePlat {
     pub enabled: Vec<u32>,
     pub completed: Vec<u32>,
     pub now: u64,
+    pub counter_exact: bool,
 }
 
 impl Platform for FakePlat {
@@ -114,6 +115,9 @@ impl Platform for FakePlat {
     }
     fn now_ticks(&self) -> u64 {
         self.now
+    }
+    fn counter_exact(&self) -> bool {
+        self.counter_exact
     }
 }
 

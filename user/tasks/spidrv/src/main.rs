@@ -4,7 +4,9 @@
 //! object, slot 4) holds an index of the ring's pending entries (emptied at every open
 //! of the ring, so a read scans it instead of the ring's records) and one buffer per
 //! client, shared with that client. Clients write and read by IPC (endpoint, slot 0;
-//! the badge names the client and its buffer; protocol in `amber-spi-api`). A write is
+//! the badge names the client and its buffer; protocol in `amber-spi-api`: a write
+//! whose bytes do not match its request's check word, because a restore lost the
+//! shared buffer while the request was in flight, is refused and sent again). A write is
 //! appended to the ring and reaches the chip only once the checkpoint that covers it
 //! has committed: the kernel's commit watch (notification, slot 1) reports the ring's
 //! writer index as it was in each committed checkpoint, and the driver applies the ring
@@ -20,10 +22,13 @@ use amber_format::Region;
 use amber_fram::{EmuFram, Fram, Part};
 use amber_nvm::MmioNvm;
 use amber_spi_api::{
-    buffer_of, SpiError, DRIVER_RAM, DRIVER_RAM_BYTES, INDEX_BYTES, MAX_CHUNK, OP_READ, OP_WRITE,
+    buffer_of, payload_check, SpiError, DRIVER_RAM, DRIVER_RAM_BYTES, INDEX_BYTES, MAX_CHUNK,
+    OP_READ, OP_WRITE,
 };
 use amber_user::abi::NO_SLOT;
-use amber_user::{build_setting, commit_watch, poll, println, recv, reply, IpcDesc, WatchFlags};
+use amber_user::{
+    build_setting, commit_watch, counters_exact, poll, println, recv, reply, IpcDesc, WatchFlags,
+};
 use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
 
 amber_user::main!(main);
@@ -62,7 +67,9 @@ static mut WATCH: [u64; 2] = [0; 2];
 
 type Device = Fram<EmuFram<MmioNvm>>;
 
-/// Spends `cycles` CPU cycles: the time the SPI transfer would take.
+/// Spends `cycles` CPU cycles: the time the SPI transfer would take (cycles of the
+/// `cycle` counter, which counts exactly only under `-icount`; without it, ticks of
+/// the host's clock).
 fn spend(cycles: u32) {
     let start = amber_user::cycles();
     while amber_user::cycles().wrapping_sub(start) < cycles {
@@ -110,11 +117,16 @@ fn main() {
     let (mut ring, _) = IndexedRing::open(&mut ring_nvm, &mut fram, region, RingIndex(0), slots)
         .expect("open the ring");
     println!(
-        "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes at {} cycles per wire byte",
+        "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes at {} {} per wire byte",
         ring.ring().capacity(),
         INDEX_SLOTS,
         FRAM_PART.size(),
-        CYCLES_PER_BYTE
+        CYCLES_PER_BYTE,
+        if counters_exact() {
+            "cycles"
+        } else {
+            "host clock ticks (cycles only under -icount)"
+        }
     );
     // A write's bytes, copied out of the client's buffer before anything checks them;
     // a read's, before they go to the buffer. Also what a Recv takes (and drops) of
@@ -134,7 +146,9 @@ fn main() {
             continue;
         };
         events(&mut ring, &mut ring_nvm, &mut fram, watch, &mut applies);
-        let (op, addr, len) = (w[0], w[1], w[2] as usize);
+        let (op, addr, len, check) = (w[0], w[1], w[2] as usize, w[3]);
+        // A read's reply carries the check of the bytes it leaves in the buffer.
+        let mut read_check = None;
         let status = match buffer_of(badge) {
             Some(shared) if len <= MAX_CHUNK => match op {
                 OP_WRITE => {
@@ -144,7 +158,13 @@ fn main() {
                     unsafe {
                         core::ptr::copy_nonoverlapping(shared as *const u8, buf.as_mut_ptr(), len)
                     };
-                    write(&mut ring, &mut ring_nvm, watch, addr, &buf[..len])
+                    // Not the bytes the client sent: a restore lost the buffer while
+                    // the request was in flight (amber-spi-api's crate doc).
+                    if payload_check(&buf[..len]) != check {
+                        Err(SpiError::Stale)
+                    } else {
+                        write(&mut ring, &mut ring_nvm, watch, addr, &buf[..len])
+                    }
                 }
                 OP_READ => ring
                     .read(&mut ring_nvm, &mut fram, addr, &mut buf[..len])
@@ -152,7 +172,8 @@ fn main() {
                         // SAFETY: as for a write.
                         unsafe {
                             core::ptr::copy_nonoverlapping(buf.as_ptr(), shared as *mut u8, len)
-                        }
+                        };
+                        read_check = Some(payload_check(&buf[..len]));
                     })
                     .map_err(device_error),
                 _ => Err(SpiError::BadRequest),
@@ -164,7 +185,7 @@ fn main() {
             status.err().map_or(0, SpiError::status),
             writer as u32,
             (writer >> 32) as u32,
-            ring.ring().free_bytes(),
+            read_check.unwrap_or_else(|| ring.ring().free_bytes()),
         ];
         let _ = reply(words, None);
     }
