@@ -89,7 +89,9 @@ pub fn run(nvm: &mut impl Nvm, area: Region) -> ! {
     mgr.checkpoint(nvm, &sys, [0; META_LEN])
         .expect("first checkpoint");
     info!("ckbench: scenario | pause | dirty data bytes | NVM bytes | NVM/dirty");
-    info!("ckbench:   then, nothing dirty: twins of what it wrote | pause | twin bytes | NVM bytes");
+    info!(
+        "ckbench:   then, nothing dirty: twins of what it wrote | pause | twin bytes | NVM bytes"
+    );
     let rows: [(&str, u16, u16, [bool; 2]); 7] = [
         ("idle (nothing dirty)", 16, 0, [false, false]),
         ("1 dirty kernel object", 16, 1, [false, false]),

@@ -7,8 +7,8 @@
 //! hold logic that a test or the kernel needs.
 
 mod app;
-mod validate;
 mod gdb;
+mod validate;
 
 use amber_qemu::{check_nvm_size, ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE};
 use std::path::{Path, PathBuf};
