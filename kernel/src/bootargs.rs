@@ -14,10 +14,14 @@
 //! |                        | first store traps; default) or `copy` (copy every checkpoint) |
 //! | `amber.pfi=V`          | power-failure interrupt when checkpoint V (from 2) is due: |
 //! |                        | it joins V's persist phase, as a PFI arriving then would |
+//! | `amber.icount`         | QEMU runs with `-icount`: `minstret` counts instructions |
+//! |                        | exactly (amber-qemu adds it; the QEMU board reads it) |
 //!
 //! Words that do not start with `amber.` belong to someone else and are ignored; an
 //! `amber.` word this file does not know is an error, so a typo never goes unnoticed.
-//! Parsing must never panic, whatever the command line holds.
+//! So is an option given twice (which value was meant?) and a command line that is
+//! not UTF-8 (its words could not be told apart; one of them might be a typo). Parsing
+//! must never panic, whatever the command line holds.
 
 pub use amber_nvm::CutAt;
 use core::fmt;
@@ -73,13 +77,17 @@ impl Default for BootArgs {
     }
 }
 
-/// A command line word the kernel refuses.
+/// A command line the kernel refuses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BootArgError<'a> {
     /// An `amber.` option that does not exist.
     UnknownOption(&'a str),
     /// A known option with a value it does not take.
     BadValue { option: &'a str, value: &'a str },
+    /// An option given twice: its two words.
+    Repeated { first: &'a str, second: &'a str },
+    /// The command line is not UTF-8: the first bad byte and its offset.
+    NotUtf8 { byte: u8, at: usize },
 }
 
 impl fmt::Display for BootArgError<'_> {
@@ -92,13 +100,29 @@ impl fmt::Display for BootArgError<'_> {
                     "boot option `{option}` does not take the value `{value}`"
                 )
             }
+            BootArgError::Repeated { first, second } => write!(
+                f,
+                "boot option `{second}` repeats `{first}`: give each option once"
+            ),
+            BootArgError::NotUtf8 { byte, at } => write!(
+                f,
+                "the boot options are not UTF-8 (byte {byte:#04x} at offset {at}); none was applied"
+            ),
         }
     }
 }
 
-/// Parses a kernel command line.
-pub fn parse(cmdline: &str) -> Result<BootArgs, BootArgError<'_>> {
+/// The options, in the order of [`parse`]'s table; each may be given once.
+const OPTIONS: [&str; 7] = ["format", "icount", "log", "test", "cut", "memtrack", "pfi"];
+
+/// Parses a kernel command line (the bytes of `/chosen/bootargs`, without its NUL).
+pub fn parse(cmdline: &[u8]) -> Result<BootArgs, BootArgError<'_>> {
+    let cmdline = core::str::from_utf8(cmdline).map_err(|e| BootArgError::NotUtf8 {
+        byte: cmdline[e.valid_up_to()],
+        at: e.valid_up_to(),
+    })?;
     let mut args = BootArgs::default();
+    let mut seen: [Option<&str>; OPTIONS.len()] = [None; OPTIONS.len()];
     for word in cmdline.split_ascii_whitespace() {
         let Some(option) = word.strip_prefix("amber.") else {
             continue;
@@ -107,12 +131,23 @@ pub fn parse(cmdline: &str) -> Result<BootArgs, BootArgError<'_>> {
             Some((n, v)) => (n, Some(v)),
             None => (option, None),
         };
+        if let Some(i) = OPTIONS.iter().position(|&o| o == name) {
+            if let Some(first) = seen[i] {
+                return Err(BootArgError::Repeated {
+                    first,
+                    second: word,
+                });
+            }
+            seen[i] = Some(word);
+        }
         let bad = || BootArgError::BadValue {
             option: word,
             value: value.unwrap_or(""),
         };
         match (name, value) {
             ("format", None) => args.format = true,
+            // The board's to read (`Board::counter_exact`): accepted, never applied here.
+            ("icount", None) => {}
             ("log", Some(v)) => args.log = v.parse().map_err(|_| bad())?,
             ("test", Some("idle")) => args.mode = Mode::IdleTest,
             ("test", Some("nvm-stress")) => args.mode = Mode::NvmStress,
@@ -124,7 +159,7 @@ pub fn parse(cmdline: &str) -> Result<BootArgs, BootArgError<'_>> {
             ("pfi", Some(v)) => {
                 args.pfi = Some(v.parse().ok().filter(|&v: &u64| v >= 2).ok_or_else(bad)?)
             }
-            ("format" | "log" | "test" | "cut" | "memtrack" | "pfi", _) => return Err(bad()),
+            (n, _) if OPTIONS.contains(&n) => return Err(bad()),
             _ => return Err(BootArgError::UnknownOption(word)),
         }
     }
@@ -147,48 +182,50 @@ mod tests {
 
     #[test]
     fn an_empty_command_line_gives_the_defaults() {
-        assert_eq!(parse(""), Ok(BootArgs::default()));
+        assert_eq!(parse(b""), Ok(BootArgs::default()));
     }
 
     #[test]
     fn every_documented_option_is_understood() {
-        let a = parse("console=ttyS0 amber.format amber.log=debug amber.test=nvm-stress").unwrap();
+        let a = parse(b"console=ttyS0 amber.format amber.log=debug amber.test=nvm-stress").unwrap();
         assert!(a.format);
         assert_eq!(a.log, LevelFilter::Debug);
         assert_eq!(a.mode, Mode::NvmStress);
-        assert_eq!(parse("amber.test=idle").unwrap().mode, Mode::IdleTest);
-        assert_eq!(parse("amber.test=panic").unwrap().mode, Mode::PanicTest);
+        assert_eq!(parse(b"amber.test=idle").unwrap().mode, Mode::IdleTest);
+        assert_eq!(parse(b"amber.test=panic").unwrap().mode, Mode::PanicTest);
+        assert_eq!(parse(b"amber.icount"), Ok(BootArgs::default()));
     }
 
     #[test]
     fn typos_and_bad_values_are_refused_by_name() {
         assert_eq!(
-            parse("amber.fromat"),
+            parse(b"amber.fromat"),
             Err(BootArgError::UnknownOption("amber.fromat"))
         );
         assert_eq!(
-            parse("amber.test=fly"),
+            parse(b"amber.test=fly"),
             Err(BootArgError::BadValue {
                 option: "amber.test=fly",
                 value: "fly"
             })
         );
-        assert!(parse("amber.log=loud").is_err());
-        assert!(parse("amber.format=yes").is_err(), "format takes no value");
-        assert!(parse("amber.test").is_err(), "test needs a value");
-        assert!(parse("amber.cut=0").is_err(), "stores count from 1");
-        assert!(parse("amber.cut=x:1").is_err());
-        assert!(parse("amber.memtrack=sometimes").is_err());
+        assert!(parse(b"amber.log=loud").is_err());
+        assert!(parse(b"amber.format=yes").is_err(), "format takes no value");
+        assert!(parse(b"amber.icount=1").is_err(), "icount takes no value");
+        assert!(parse(b"amber.test").is_err(), "test needs a value");
+        assert!(parse(b"amber.cut=0").is_err(), "stores count from 1");
+        assert!(parse(b"amber.cut=x:1").is_err());
+        assert!(parse(b"amber.memtrack=sometimes").is_err());
         assert!(
-            parse("amber.pfi=1").is_err(),
+            parse(b"amber.pfi=1").is_err(),
             "checkpoint 1 is the fresh start"
         );
-        assert!(parse("amber.pfi").is_err());
+        assert!(parse(b"amber.pfi").is_err());
     }
 
     #[test]
     fn power_cuts_and_memory_tracking_are_understood() {
-        let a = parse("amber.cut=120:3 amber.memtrack=copy").unwrap();
+        let a = parse(b"amber.cut=120:3 amber.memtrack=copy").unwrap();
         assert_eq!(
             a.cut,
             Some(CutAt {
@@ -198,10 +235,46 @@ mod tests {
         );
         assert_eq!(a.memtrack, MemTrack::Copy);
         assert_eq!(
-            parse("amber.cut=7").unwrap().cut,
+            parse(b"amber.cut=7").unwrap().cut,
             Some(CutAt { store: 7, keep: 0 })
         );
-        assert_eq!(parse("").unwrap().memtrack, MemTrack::Protect);
-        assert_eq!(parse("amber.pfi=42").unwrap().pfi, Some(42));
+        assert_eq!(parse(b"").unwrap().memtrack, MemTrack::Protect);
+        assert_eq!(parse(b"amber.pfi=42").unwrap().pfi, Some(42));
+    }
+
+    #[test]
+    fn a_repeated_option_is_refused_naming_both_words() {
+        let e = parse(b"amber.log=debug console=x amber.log=warn").unwrap_err();
+        assert_eq!(
+            e,
+            BootArgError::Repeated {
+                first: "amber.log=debug",
+                second: "amber.log=warn"
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "boot option `amber.log=warn` repeats `amber.log=debug`: give each option once"
+        );
+        assert!(parse(b"amber.format amber.format").is_err());
+        assert!(
+            parse(b"amber.cut=3 amber.cut=3").is_err(),
+            "even with the same value"
+        );
+        assert!(
+            parse(b"other=1 other=2").is_ok(),
+            "words not ours are not ours to judge"
+        );
+    }
+
+    #[test]
+    fn a_command_line_that_is_not_utf8_is_refused_whole() {
+        // A typo (`amber.fromat`) beside the bad byte must not slip through silently.
+        let e = parse(b"amber.fromat amber.log=debug \xff").unwrap_err();
+        assert_eq!(e, BootArgError::NotUtf8 { byte: 0xFF, at: 29 });
+        assert_eq!(
+            e.to_string(),
+            "the boot options are not UTF-8 (byte 0xff at offset 29); none was applied"
+        );
     }
 }

@@ -23,7 +23,7 @@ impl Log for Console {
         if !self.enabled(record.metadata()) {
             return;
         }
-        let ms = Chosen::uptime_ms();
+        let ms = Chosen::uptime_us() / 1000;
         arch::without_interrupts(|| {
             let mut uart = Chosen::console().lock();
             // A UART write cannot fail; there is nowhere to report it if it did.

@@ -21,6 +21,9 @@ pub enum ExitCode {
     /// A power cut was injected (`amber.cut`): not a failure of the kernel, the
     /// crash harness asked for it.
     PowerCut = 6,
+    /// The app built into the image breaks a rule of the kernel (too many tasks, a
+    /// bad name, priority or capability): found before the NVM is touched.
+    BadApp = 7,
 }
 
 impl ExitCode {

@@ -1,7 +1,8 @@
 //! `kmain`: the boot sequence, from a bare hart to the idle loop, on the chosen board.
 //!
-//! Order: console, trap vector, heap, boot options, NVM (find, open or format, count
-//! the boot), interrupts, then the mode the options chose. Every failure on the way
+//! Order: console, trap vector, heap, boot options, the app's check (before anything
+//! touches the NVM), NVM (find, open or format, count the boot), interrupts, then the
+//! mode the options chose. Every failure on the way
 //! is reported in words and ends with its own exit code; nothing here formats an NVM
 //! unless the device is blank or the user asked for it.
 
@@ -39,22 +40,26 @@ extern "C" fn kmain(a0: usize, a1: usize) -> ! {
     let cmdline = Chosen::boot_options([a0, a1]);
     let args = bootargs::parse(cmdline).unwrap_or_else(|e| fatal(ExitCode::BadBootArgs, e));
     console::set_level(args.log);
+    // `parse` accepted it: it is UTF-8.
+    let shown = core::str::from_utf8(cmdline).unwrap_or_default();
     info!(
-        "Amber on {}; boot options `{cmdline}`; counter exact: {}",
+        "Amber on {}; boot options `{shown}`; counter exact: {}",
         Chosen::NAME,
         Chosen::counter_exact()
     );
     heap_self_check();
 
+    let run_app = args.mode == Mode::Normal && system::have_tasks();
+    if run_app {
+        system::check_app();
+    }
     let device = Chosen::nvm().unwrap_or_else(|e| fatal(ExitCode::NoNvmDevice, e));
     let mut nvm = CutNvm::new(device, args.cut, power_cut);
     let (mut header, how) = open_nvm(&mut nvm, args.format);
 
     Chosen::start_interrupts();
     match args.mode {
-        Mode::Normal if system::have_tasks() => {
-            system::start(nvm, &header, how == Opened::Formatted, &args)
-        }
+        Mode::Normal if run_app => system::start(nvm, &header, how == Opened::Formatted, &args),
         Mode::Normal | Mode::IdleTest => idle(args.mode),
         Mode::NvmStress => nvm_stress(&mut nvm, &mut header),
         Mode::PanicTest => panic!("panic requested by amber.test=panic"),

@@ -45,6 +45,8 @@ mod ckbench;
 #[cfg(target_os = "none")]
 mod console;
 #[cfg(target_os = "none")]
+mod cost;
+#[cfg(target_os = "none")]
 mod heap;
 #[cfg(target_os = "none")]
 mod kmain;

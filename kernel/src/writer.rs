@@ -18,8 +18,8 @@
 //! a task run between gathering the items and the commit.
 
 use crate::app::TaskImage;
-use crate::board::{Board, Chosen};
 use crate::bootargs::MemTrack;
+use crate::cost::{self, Cost};
 use crate::pages::{PageMask, Pages, PAGES};
 use amber_ckpt::{CheckpointStats, CkptError, ItemId, Manager, Source, Version, META_LEN};
 use amber_core::{Kernel, MAX_TASKS};
@@ -148,7 +148,8 @@ impl Source for Snapshot<'_> {
 #[derive(Default)]
 pub struct Totals {
     pub checkpoints: u64,
-    pub instructions: u64,
+    /// The pauses of all of them.
+    pub cost: Cost,
     pub nvm_bytes: u64,
     pub data_bytes: u64,
 }
@@ -157,7 +158,8 @@ pub struct Totals {
 /// (`Board::counter`).
 pub struct Written {
     pub stats: CheckpointStats,
-    pub instructions: u64,
+    /// The pause.
+    pub cost: Cost,
 }
 
 /// What writes the running system into checkpoints: the NVM, the checkpoint manager,
@@ -184,7 +186,7 @@ impl<N: Nvm> CheckpointWriter<N> {
         tasks: &'static [TaskImage],
         ticks: u64,
     ) -> Result<Written, CkptError> {
-        let start = Chosen::counter();
+        let start = cost::stamp();
         let meta = Meta {
             ticks,
             app: self.app,
@@ -198,16 +200,13 @@ impl<N: Nvm> CheckpointWriter<N> {
         };
         let stats = self.mgr.checkpoint(&mut self.nvm, &snap, meta)?;
         self.mem_dirty = [0; MAX_TASKS];
-        let instructions = Chosen::counter() - start;
+        let cost = start.elapsed();
         let t = &mut self.totals;
         t.checkpoints += 1;
-        t.instructions += instructions;
+        t.cost += cost;
         t.nvm_bytes += stats.nvm_bytes;
         t.data_bytes += stats.data_bytes;
-        Ok(Written {
-            stats,
-            instructions,
-        })
+        Ok(Written { stats, cost })
     }
 
     /// The committed version.

@@ -3,8 +3,12 @@
 //!
 //! Every wait has a timeout, and every failure panics with the whole console
 //! transcript, so a red test says what the kernel printed. The kernel ELF comes from
-//! `AMBER_KERNEL`, which `cargo xtask test` sets after building it. The harness must
-//! never decide what a test asserts; it only drives and reports.
+//! `AMBER_KERNEL`, which `cargo xtask test` sets after building it (and the apps'
+//! images from `AMBER_APPS`, xtask itself from `AMBER_XTASK`). The harness must never
+//! decide what a test asserts; it only drives and reports. Tests record the figures
+//! they proved with [`record`], for the summary at the end of `cargo xtask test`.
+
+pub use amber_test_summary::record;
 
 use amber_qemu::Machine;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,8 +18,9 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Default bound on any single wait.
-pub const TIMEOUT: Duration = Duration::from_secs(30);
+/// Default bound on any single wait: generous, since every wait ends as soon as the
+/// guest gets there and the machine may be busy.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The kernel ELF to boot.
 pub fn kernel() -> PathBuf {
@@ -36,6 +41,14 @@ pub fn app(name: &str) -> PathBuf {
             "AMBER_APPS is not set: run the integration tests with `cargo xtask test`, \
              which builds every app in user/apps first"
         ),
+    }
+}
+
+/// The xtask binary that runs the tests (for tests of its own commands).
+pub fn xtask() -> PathBuf {
+    match std::env::var_os("AMBER_XTASK") {
+        Some(p) => PathBuf::from(p),
+        None => panic!("AMBER_XTASK is not set: run the integration tests with `cargo xtask test`"),
     }
 }
 
@@ -94,7 +107,13 @@ fn pump(
 impl Qemu {
     /// Starts the machine; the console is read continuously from then on.
     pub fn boot(machine: &Machine) -> Qemu {
-        let mut cmd = machine.command().unwrap_or_else(|e| panic!("{e}"));
+        Qemu::spawn(machine.command().unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// Starts `cmd`, a command that runs QEMU with its console on stdout (a command
+    /// line built by hand, with what one `Machine` cannot express such as boot options
+    /// that are not UTF-8, or `xtask run`), read as [`Qemu::boot`] reads a machine's.
+    pub fn spawn(mut cmd: std::process::Command) -> Qemu {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -182,6 +201,11 @@ impl Qemu {
         let _ = self.child.wait();
     }
 
+    /// The process id of what was started.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// QEMU's exit code if it has exited by itself, without waiting.
     pub fn try_exit_code(&mut self) -> Option<i32> {
         self.child.try_wait().ok().flatten().and_then(|s| s.code())
@@ -225,7 +249,10 @@ pub fn number_after(line: &str, key: &str) -> Option<u64> {
 }
 
 /// A small seeded generator (xorshift64*) for reproducible random cut instants.
-pub struct Rng(u64);
+pub struct Rng {
+    state: u64,
+    seed: u64,
+}
 
 impl Rng {
     /// Seeded from `AMBER_SEED` when set, else from the clock; the seed is printed so a
@@ -241,13 +268,21 @@ impl Rng {
                     .unwrap_or(1)
             });
         eprintln!("{test}: seed {seed} (repeat with AMBER_SEED={seed})");
-        Rng(seed.max(1))
+        Rng {
+            state: seed.max(1),
+            seed,
+        }
+    }
+
+    /// The seed it started from.
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     pub fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        self.state.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
     }
 }

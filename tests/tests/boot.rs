@@ -42,6 +42,30 @@ fn an_unknown_boot_option_is_refused_by_name() {
 }
 
 #[test]
+fn a_repeated_boot_option_is_refused_naming_both() {
+    let dir = scratch("repeated-option");
+    let mut q = Qemu::boot(&machine(
+        &dir.join("nvm.img"),
+        "amber.log=debug amber.log=warn",
+    ));
+    q.expect("boot option `amber.log=warn` repeats `amber.log=debug`");
+    assert_eq!(q.exit_code(), ExitCode::BadBootArgs.code());
+}
+
+#[test]
+fn boot_options_that_are_not_utf8_are_refused_whole() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("not-utf8");
+    // A typo beside the bad byte: before, the whole line was dropped without a word.
+    let mut cmd = machine(&dir.join("nvm.img"), "").command().expect("QEMU");
+    cmd.arg("-append")
+        .arg(std::ffi::OsStr::from_bytes(b"amber.fromat \xff"));
+    let mut q = Qemu::spawn(cmd);
+    q.expect("the boot options are not UTF-8 (byte 0xff at offset 13); none was applied");
+    assert_eq!(q.exit_code(), ExitCode::BadBootArgs.code());
+}
+
+#[test]
 fn without_an_nvm_device_boot_stops_with_a_clear_message() {
     let mut q = Qemu::boot(&amber_qemu::Machine::new(kernel()));
     q.expect("no NVM device");

@@ -9,36 +9,35 @@
 //! in crash.rs.
 
 use amber_qemu::Machine;
-use amber_tests::{app_machine, number_after, Qemu};
+use amber_tests::{app_machine, number_after, record, Qemu};
 use std::time::{Duration, Instant};
 
 /// The console byte that raises the power-failure interrupt (Ctrl-P).
 const POWER_FAIL: u8 = 0x10;
+/// The apps' progress keys; each line after a key is printed after a full check of the
+/// heap against the app's own state.
+const APPS: [&str; 2] = ["logger: ", "kv: "];
+/// Progress lines each app must print while watched (each one a full check).
+const CHECKS: usize = 3;
+/// Host time the guest may take for them: generous, since it only ends a wait that
+/// guest progress ends first (under -icount guest time runs far behind real time, and
+/// the machine may be busy).
+const PROGRESS_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// Reads console lines for `how_long`, failing on any violation, panic or fault;
-/// returns the highest progress seen after `key` for each of `keys`.
-fn watch(q: &mut Qemu, how_long: Duration, keys: &[&str]) -> Vec<u64> {
-    watch_until(q, how_long, keys, |_| false)
-}
-
-/// Watches the apps until each of `keys` has gone past its count in `past` (guest
-/// progress, however busy the host), or a generous host timeout; returns the counts
-/// reached.
-fn progress(q: &mut Qemu, keys: &[&str], past: &[u64]) -> Vec<u64> {
-    watch_until(q, Duration::from_secs(60), keys, |best| {
-        best.iter().zip(past).all(|(b, p)| b > p)
-    })
-}
-
-fn watch_until(
-    q: &mut Qemu,
-    how_long: Duration,
-    keys: &[&str],
-    done: impl Fn(&[u64]) -> bool,
-) -> Vec<u64> {
-    let mut best = vec![0; keys.len()];
-    let until = Instant::now() + how_long;
-    while let Some(line) = q.next_line(until.saturating_duration_since(Instant::now())) {
+/// Reads console lines until each app of [`APPS`] has printed [`CHECKS`] progress
+/// lines, failing on any violation, panic or fault, or when the guest has not got
+/// that far within [`PROGRESS_TIMEOUT`]; returns the highest progress of each.
+fn watch(q: &mut Qemu) -> Vec<u64> {
+    let mut best = vec![0; APPS.len()];
+    let mut seen = [0; APPS.len()];
+    let until = Instant::now() + PROGRESS_TIMEOUT;
+    while seen.iter().any(|&n| n < CHECKS) {
+        let Some(line) = q.next_line(until.saturating_duration_since(Instant::now())) else {
+            panic!(
+                "the apps printed {seen:?} progress lines of the {CHECKS} each must print within {PROGRESS_TIMEOUT:?} (or QEMU stopped)\n{}",
+                q.transcript()
+            );
+        };
         assert!(
             !line.contains("VIOLATION")
                 && !line.contains("panicked")
@@ -46,13 +45,11 @@ fn watch_until(
             "{line}\n{}",
             q.transcript()
         );
-        for (k, b) in keys.iter().zip(best.iter_mut()) {
+        for ((k, b), s) in APPS.iter().zip(best.iter_mut()).zip(seen.iter_mut()) {
             if let Some(n) = number_after(&line, k) {
                 *b = (*b).max(n);
+                *s += 1;
             }
-        }
-        if done(&best) || Instant::now() >= until {
-            break;
         }
     }
     best
@@ -67,9 +64,7 @@ fn a_power_failure_persists_the_heap_within_its_bound_and_the_apps_resume_consis
     let mut q = Qemu::boot(&machine);
     q.expect("fresh start");
     let bound = q.expect("heapsvc: persist bound: ");
-    q.expect("logger: ");
-    q.expect("kv: ");
-    let before = watch(&mut q, Duration::from_secs(2), &["logger: ", "kv: "]);
+    let before = watch(&mut q);
     q.send(&[POWER_FAIL]);
     let persisted = q.expect("power failure: persist callbacks took ");
     let took = number_after(&persisted, "took ").expect("instructions");
@@ -95,12 +90,15 @@ fn a_power_failure_persists_the_heap_within_its_bound_and_the_apps_resume_consis
     );
     eprintln!("{persisted}\n{total_bound}\n{done}");
     assert_eq!(q.exit_code(), 0, "the machine halts after the checkpoint");
+    let summary = format!(
+        "heap power failure (QEMU, -icount): persist {took} of its declared {declared} instructions, persist and checkpoint {total} of the bound {limit}"
+    );
 
     let mut q = Qemu::boot(&machine);
     let line = q.expect("recovered checkpoint");
     assert_eq!(number_after(&line, "recovered checkpoint "), Some(version));
-    q.expect_within("heapsvc: reloaded after restore", Duration::from_secs(30));
-    let after = progress(&mut q, &["logger: ", "kv: "], &before);
+    q.expect_within("heapsvc: reloaded after restore", PROGRESS_TIMEOUT);
+    let after = watch(&mut q);
     for (b, a) in before.iter().zip(&after) {
         assert!(
             a > b,
@@ -108,11 +106,12 @@ fn a_power_failure_persists_the_heap_within_its_bound_and_the_apps_resume_consis
         );
     }
     q.kill();
+    record(&format!("{summary}; the apps resumed consistent"));
 }
 
 /// Boots `machine` (an image holding checkpoint `version`), expects that checkpoint
-/// back and the heap reloaded, and watches the apps until both have gone on, with no
-/// violation.
+/// back and the heap reloaded, and watches the apps through [`CHECKS`] checks each: no
+/// violation, and both go on.
 fn resumes_consistent(machine: &Machine, version: u64) {
     let mut q = Qemu::boot(machine);
     let line = q.expect("recovered checkpoint");
@@ -122,8 +121,8 @@ fn resumes_consistent(machine: &Machine, version: u64) {
         "{}",
         q.transcript()
     );
-    q.expect_within("heapsvc: reloaded after restore", Duration::from_secs(30));
-    let after = progress(&mut q, &["logger: ", "kv: "], &[0, 0]);
+    q.expect_within("heapsvc: reloaded after restore", PROGRESS_TIMEOUT);
+    let after = watch(&mut q);
     assert!(
         after.iter().all(|&n| n > 0),
         "both apps go on after the restore of checkpoint {version}: {after:?}\n{}",
@@ -139,7 +138,7 @@ fn power_failure_injected(machine: &Machine, version: u64) -> String {
     let mut q = Qemu::boot(machine);
     let injected = q.expect_within(
         "power failure injected (amber.pfi) as checkpoint ",
-        Duration::from_secs(60),
+        PROGRESS_TIMEOUT,
     );
     assert_eq!(
         number_after(&injected, "as checkpoint "),
@@ -190,7 +189,8 @@ fn power_failures_inside_every_kind_of_persist_phase_leave_the_heap_consistent()
             "no power failure landed in a {kind} checkpoint's persist phase: {kinds:?}"
         );
     }
-    eprintln!(
-        "power failures injected into persist phases of kinds {kinds:?}: every restore resumed consistent"
-    );
+    record(&format!(
+        "heap power failures injected into persist phases (QEMU, -icount): {} of kinds {kinds:?}, every restore resumed consistent",
+        kinds.len()
+    ));
 }

@@ -3,7 +3,7 @@
 //! refused without a byte of the image changing.
 
 use amber_kernel::exit::ExitCode;
-use amber_tests::{machine, number_after, scratch, Qemu, Rng};
+use amber_tests::{machine, number_after, record, scratch, Qemu, Rng};
 use std::time::{Duration, Instant};
 
 /// Boots normally, returns the boot number the kernel reports, and powers off.
@@ -75,6 +75,9 @@ fn a_power_cut_while_nvm_is_rewritten_never_loses_a_printed_value() {
         "final boot holds {recovered} < printed {last_printed}"
     );
     assert!(last_printed > 0, "the stress loop never committed anything");
+    record(&format!(
+        "boot record (QEMU): {cycles} SIGKILLs while it was rewritten, the last printed value ({last_printed}) never lost"
+    ));
 }
 
 /// Boots an image that must be refused; returns the refusal line and checks that the

@@ -8,6 +8,10 @@
 use amber_tests::{app_machine, number_after, Qemu, Rng};
 use std::time::{Duration, Instant};
 
+/// Host time the guest may take to reach a line it will print: a generous bound on a
+/// wait that guest progress ends first (the machine may be busy).
+const GUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Where the FRAM partition lies in a 4 MiB NVM image (superblock format v2).
 const FRAM_OFFSET: usize = 0x38_0000;
 /// Records the writer keeps before wrapping (`user/tasks/writer`).
@@ -24,15 +28,21 @@ fn highest(image: &[u8]) -> u32 {
     (0..SLOTS).map(|n| record(image, n)).max().unwrap_or(0)
 }
 
-/// Reads console lines until `deadline`, returning the first that contains `needle`.
-fn wait_for(q: &mut Qemu, needle: &str, deadline: Instant) -> Option<String> {
+/// Reads console lines until `deadline`, returning the first that contains one of
+/// `needles`; `None` when the deadline passes or QEMU stops (a store cut fired).
+fn wait_for_any(q: &mut Qemu, needles: &[&str], deadline: Instant) -> Option<String> {
     while let Some(line) = q.next_line(deadline.saturating_duration_since(Instant::now())) {
-        if line.contains(needle) {
+        if needles.iter().any(|n| line.contains(n)) {
             return Some(line);
         }
         assert!(!line.contains("KERNEL PANIC"), "{}", q.transcript());
     }
     None
+}
+
+/// As [`wait_for_any`] for one needle.
+fn wait_for(q: &mut Qemu, needle: &str, deadline: Instant) -> Option<String> {
+    wait_for_any(q, &[needle], deadline)
 }
 
 #[test]
@@ -49,10 +59,16 @@ fn no_fram_write_reaches_the_chip_before_its_checkpoint_commits() {
             m.bootargs = format!("amber.cut={}:{}", 1 + rng.below(600), rng.below(5));
         }
         let mut q = Qemu::boot(&m);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        if let Some(max) = on_chip_at_cut {
-            // The system comes back to a checkpoint; the writer says which record it
-            // had written in it. Nothing beyond it may have been on the chip.
+        let deadline = Instant::now() + GUEST_TIMEOUT;
+        // The boot ends in a fresh start (the first, or after a cut before the first
+        // commit) or in the recovery of a checkpoint, unless a store cut stops it
+        // first. The random instant of the cut below counts from there, so that the
+        // cut falls while the system runs, however long the boot took.
+        let recovered = wait_for_any(&mut q, &["recovered checkpoint", "fresh start"], deadline)
+            .is_some_and(|l| l.contains("recovered checkpoint"));
+        if let (true, Some(max)) = (recovered, on_chip_at_cut) {
+            // The writer says which record it had written in that checkpoint. Nothing
+            // beyond it may have been on the chip.
             if let Some(line) = wait_for(&mut q, "writer: restored at ", deadline) {
                 let resumed = number_after(&line, "restored at ").unwrap() as u32;
                 assert!(
@@ -81,10 +97,6 @@ fn no_fram_write_reaches_the_chip_before_its_checkpoint_commits() {
         most_on_chip = most_on_chip.max(max);
         on_chip_at_cut = Some(max);
     }
-    eprintln!(
-        "visibility: 30 cycles, {checked} recoveries checked against the FRAM (up to record \
-         {most_on_chip} on the chip), violations: 0"
-    );
     assert!(
         checked > 5,
         "too few cycles reached a recovery to check anything"
@@ -93,6 +105,10 @@ fn no_fram_write_reaches_the_chip_before_its_checkpoint_commits() {
         most_on_chip > 0,
         "no record ever reached the FRAM: the check above proved nothing"
     );
+    amber_tests::record(&format!(
+        "FRAM visibility (QEMU, app spiring): 30 power cuts, {checked} recoveries checked against the FRAM \
+         (up to record {most_on_chip} on the chip), violations: 0"
+    ));
 }
 
 #[test]
@@ -100,15 +116,16 @@ fn every_committed_write_reaches_the_chip_after_recovery() {
     let machine = app_machine("spiring");
     let image = machine.nvm.as_ref().unwrap().0.clone();
     let mut q = Qemu::boot(&machine);
-    q.expect_within("writer: 3000 written", Duration::from_secs(60));
+    q.expect_within("writer: 3000 written", GUEST_TIMEOUT);
     q.send(&[0x10]); // the power-failure interrupt: commit, then halt
     q.expect("power failure: checkpoint");
     assert_eq!(q.exit_code(), 0);
+    let first = q.transcript();
 
     let mut q = Qemu::boot(&machine);
     // Both tasks report the restore, in either order.
     let (mut committed, mut driver_restored) = (None, false);
-    let until = Instant::now() + Duration::from_secs(30);
+    let until = Instant::now() + GUEST_TIMEOUT;
     while committed.is_none() || !driver_restored {
         let line = wait_for(&mut q, "restored at ", until).expect("both tasks report the restore");
         if line.contains("writer: restored at ") {
@@ -119,7 +136,7 @@ fn every_committed_write_reaches_the_chip_after_recovery() {
     let committed = committed.unwrap();
     // Let the driver apply after the next commits, then cut.
     let next = (committed / 1000 + 2) * 1000;
-    q.expect_within(&format!("writer: {next} written"), Duration::from_secs(60));
+    q.expect_within(&format!("writer: {next} written"), GUEST_TIMEOUT);
     q.kill();
     let bytes = std::fs::read(&image).unwrap();
     assert!((3000..SLOTS).contains(&committed));
@@ -127,7 +144,9 @@ fn every_committed_write_reaches_the_chip_after_recovery() {
         assert_eq!(
             record(&bytes, n),
             n as u32,
-            "record {n} was committed (the system resumed at {committed}) but is not on the FRAM"
+            "record {n} was committed (the system resumed at {committed}) but is not on the FRAM\n\
+             before the power failure:\n{first}\nafter it:\n{}",
+            q.transcript()
         );
     }
 }
@@ -142,7 +161,7 @@ fn a_full_ring_is_refused_and_the_writers_checkpoint_makes_it_visible() {
     let machine = app_machine("spiring-full");
     let image = machine.nvm.as_ref().unwrap().0.clone();
     let mut q = Qemu::boot(&machine);
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + GUEST_TIMEOUT;
     let mut fulls = Vec::new();
     while fulls.len() < 3 {
         let line = wait_for(&mut q, "writer: ring full at record ", deadline)
@@ -160,7 +179,7 @@ fn a_full_ring_is_refused_and_the_writers_checkpoint_makes_it_visible() {
     let last = fulls[2];
     q.expect_within(
         &format!("writer: {} written", (last / 1000 + 1) * 1000),
-        Duration::from_secs(60),
+        GUEST_TIMEOUT,
     );
     q.kill();
     let bytes = std::fs::read(&image).unwrap();

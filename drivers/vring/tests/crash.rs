@@ -370,6 +370,10 @@ fn every_power_cut_leaves_the_device_at_committed_writes_and_restore_completes_t
         failures.len(),
         failures[..failures.len().min(10)].join("\n")
     );
+    amber_test_summary::record(&format!(
+        "write ring (host, drivers/vring): {explored} crash states explored, {} failed",
+        failures.len()
+    ));
 }
 
 #[test]
@@ -404,5 +408,7 @@ fn a_format_cut_anywhere_leaves_no_ring_or_an_empty_one() {
         }
         assert_eq!(dev.image(), &vec![0; DEVICE_LEN as usize][..], "{cut:?}");
     }
-    println!("format crash states explored: {explored}, failed: 0");
+    amber_test_summary::record(&format!(
+        "write ring format (host, drivers/vring): {explored} crash states explored, 0 failed"
+    ));
 }

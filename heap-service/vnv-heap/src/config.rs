@@ -6,15 +6,18 @@
 //! counts); the tests measure one against the other.
 
 use crate::bits::RamPlan;
-use crate::format::{BLOCK_BYTES, DESC_BYTES, ENTRY_BYTES, HALF_BYTES, HEADER_BYTES};
+use crate::cache::RUN_BYTES;
+use crate::format::{bitmap_bytes, BLOCK_BYTES, ENTRY_BYTES, HALF_BYTES, HEADER_BYTES};
 
 /// How a heap is laid out, how much RAM it caches in and how much dirty state it may
 /// hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     /// Upper bound on the bytes `persist` writes for objects. Each dirty object counts
-    /// its size plus [`Config::DIRTY_OVERHEAD`] bytes (its entry half, the metadata
-    /// persist writes with it), as the paper counts metadata towards the limit.
+    /// its size plus [`Config::DIRTY_OVERHEAD`] bytes (its entry half, which persist
+    /// writes with an object created since the last persist), and each freed object
+    /// whose dead entry half is not written yet counts the overhead alone, as the paper
+    /// counts metadata towards the limit.
     pub max_dirty_bytes: u32,
     /// Number of object ids (an array uses one per chunk). Fixed at format time.
     pub max_objects: u16,
@@ -32,7 +35,8 @@ pub struct Config {
 }
 
 impl Config {
-    /// Bytes each dirty object adds to the dirty count on top of its size.
+    /// Bytes each dirty object adds to the dirty count on top of its size (a pending
+    /// free counts this alone).
     pub const DIRTY_OVERHEAD: u32 = HALF_BYTES;
 
     /// A configuration with the given dirty limit and cache buffer length, 64 object
@@ -65,11 +69,12 @@ impl Config {
 
     /// Bytes of the metadata buffer a split heap (`VnvHeap::new_split`) needs, 8-aligned,
     /// for an arena of `arena_bytes` (its units: `arena_bytes / 8`, at most 65,534): the
-    /// eight bitmaps (as in [`ram_metadata_bytes`](Self::ram_metadata_bytes)) plus a
-    /// table of [`SPLIT_BYTES_PER_UNIT`] bytes (id and state) for every arena unit,
-    /// resident object or not. That table is the price of keeping every header out of
-    /// the arena (which a client may write): half the arena's size again, against the
-    /// 4 bytes per resident object of the shared layout. A split heap's
+    /// bitmaps (as in [`ram_metadata_bytes`](Self::ram_metadata_bytes)), a table of
+    /// [`SPLIT_BYTES_PER_UNIT`] bytes (id and state) for every arena unit, resident
+    /// object or not, and [`SPLIT_BYTES_PER_ID`] bytes (the description) per id. The
+    /// unit table is the price of keeping every header out of the arena (which a client
+    /// may write): half the arena's size again, against the 8 bytes per resident object
+    /// of the shared layout. A split heap's
     /// [`cache_bytes`](Self::cache_bytes) is the metadata buffer's length plus the
     /// arena's, which never gives it more units than a shared cache of that length (so
     /// [`wcec_bound`] holds for both).
@@ -109,33 +114,43 @@ impl Config {
 /// stores no pointers in its metadata).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MetadataCost {
-    /// RAM bytes in front of each resident object in the cache: its id (2 bytes) and
-    /// state (2 bytes: dirty, mutably pinned, data offset, 2-bit referenced count,
-    /// 11-bit reader count).
+    /// RAM bytes in front of each resident object in the cache: its id, state (dirty,
+    /// pinned, two second-chance marks, reader count), first NVM block and length, so
+    /// that writing it back reads nothing. For objects whose size is a multiple of 8
+    /// (or 5 to 7 more) the cache footprint equals that of a 4-byte header: the arena
+    /// is cut in 8-byte units.
     pub resident_bytes: u32,
-    /// RAM bytes per swapped-out object beyond the per-id bits: none, its description
-    /// is on NVM.
+    /// RAM bytes in front of an object created since the last persist while its
+    /// description is not on NVM (type tag and flags too); it keeps them until evicted.
+    pub new_resident_bytes: u32,
+    /// RAM bytes per swapped-out object beyond the per-id bits: none (its handle holds
+    /// its location).
     pub swapped_out_bytes: u32,
     /// RAM bits per object id, resident or not, allocated or not (live, handle held,
-    /// which half the working epoch writes, whether it has written it).
+    /// resident, created this epoch, description to write, working half and whether
+    /// written, committed slot and whether the other was written).
     pub bits_per_id: u32,
     /// RAM bits per 8-byte cache unit (used, object start): the cache allocator.
     pub bits_per_cache_unit: u32,
     /// RAM bits per 32-byte NVM data block (used, freed since the last persist).
     pub bits_per_nvm_block: u32,
-    /// NVM bytes per object id: the entry pair.
+    /// NVM bytes per object id: the entry pair (plus one bit in each commit record
+    /// copy's slot bitmap).
     pub nvm_bytes_per_id: u32,
 }
 
 /// RAM bytes per arena unit of a split heap's header table (see
 /// [`Config::split_metadata_bytes`]); they replace [`MetadataCost::resident_bytes`].
 pub const SPLIT_BYTES_PER_UNIT: u32 = crate::bits::SPLIT_HEADER_BYTES as u32;
+/// RAM bytes per id of a split heap's description table.
+pub const SPLIT_BYTES_PER_ID: u32 = crate::bits::SPLIT_DESC_BYTES as u32;
 
 /// The metadata this implementation keeps.
 pub const METADATA: MetadataCost = MetadataCost {
-    resident_bytes: 4,
+    resident_bytes: 8,
+    new_resident_bytes: 16,
     swapped_out_bytes: 0,
-    bits_per_id: 4,
+    bits_per_id: crate::bits::ID_BITMAPS as u32,
     bits_per_cache_unit: 2,
     bits_per_nvm_block: 2,
     nvm_bytes_per_id: ENTRY_BYTES,
@@ -249,6 +264,32 @@ impl CostModel {
         }
     }
 
+    /// The same board with a lean driver that moves a whole access in one SPI
+    /// transaction (the paper's driver issues one per 4-byte word): per call the
+    /// command (opcode and 24-bit address, 4 bytes at 40 MHz: 800 ns) and about 200 ns
+    /// of chip select and driver work, 1,000 ns for a read; a write also sends WREN in a
+    /// transaction of its own, 1,400 ns; per byte the wire time at 40 MHz, 200 ns
+    /// (5 MB/s). A 4-byte read call so takes 1.8 µs, 2.2 MB/s. Estimates from the
+    /// MB85RS4MT's command format and the SPI clock, not measured on the board; the CPU
+    /// figures are those of [`esp32c3_spi_fram`](Self::esp32c3_spi_fram).
+    pub const fn esp32c3_spi_fram_bulk() -> CostModel {
+        const MW: u64 = 132;
+        const READ_CALL_NS: u64 = 1_000;
+        const WRITE_CALL_NS: u64 = 1_400;
+        const BYTE_NS: u64 = 200;
+        CostModel {
+            read_op_ns: READ_CALL_NS,
+            read_byte_ns: BYTE_NS,
+            write_op_ns: WRITE_CALL_NS,
+            write_byte_ns: BYTE_NS,
+            read_op_nj: READ_CALL_NS * MW / 1000,
+            read_byte_nj: (BYTE_NS * MW).div_ceil(1000),
+            write_op_nj: (WRITE_CALL_NS * MW).div_ceil(1000),
+            write_byte_nj: (BYTE_NS * MW).div_ceil(1000),
+            ..Self::esp32c3_spi_fram()
+        }
+    }
+
     /// Nanoseconds of `cycles` at `cpu_hz`, rounded up (0 if `cpu_hz` is 0).
     pub fn cpu_ns(&self, cycles: u64) -> u64 {
         self.per_hz(u128::from(cycles) * 1_000_000_000)
@@ -301,32 +342,43 @@ pub struct WcecBound {
 /// under `config`, whatever the heap's state.
 ///
 /// Derivation (see `persist` in `heap.rs`):
-/// - Storage: each dirty object counts at least `1 + DIRTY_OVERHEAD` bytes towards
-///   `max_dirty_bytes`, so at most `D = max_dirty_bytes / (1 + DIRTY_OVERHEAD)`
-///   objects are dirty. Persist reads the description of each one's current half (1
-///   read of 8 bytes), writes its bytes and, unless the epoch already wrote it, its
-///   entry half (at most 2 writes, `size + 16` bytes, which sum to at most
-///   `max_dirty_bytes`), then flushes, writes the 32-byte commit record and flushes
-///   again: `2D + 1` writes of `max_dirty_bytes + 32` bytes, `D` reads of `8D` bytes,
-///   2 flushes.
-/// - Scan steps: two passes over the `U` cache units (refuse if an object is mutably
-///   borrowed; write back the dirty ones), then, after the commit, two whole-bitmap
-///   operations over the `ceil(B / 32)` words of the NVM block bitmaps and two over
-///   the `ceil(N / 32)` words of the id bitmaps: `2U + 2 ceil(B/32) + 2 ceil(N/32)`,
-///   where `U` is the arena units of a `cache_bytes` buffer, `B = nvm_data_bytes / 32`
-///   and `N = max_objects`. Writing an object back scans nothing.
-/// - CPU: `cpu_fixed_cycles + D * cpu_per_object_cycles + steps * cpu_per_step_cycles`.
+/// - Storage: each dirty object counts its size plus `H = DIRTY_OVERHEAD` (16) bytes
+///   towards `M = max_dirty_bytes`, at least `1 + H`; each freed object waiting for its
+///   dead half counts `H`. Persist writes an object's bytes (one write per object at
+///   most: contiguous ones are gathered into writes of up to 256 bytes, so a run of `k`
+///   objects below 256 bytes takes at most `k` writes, an object of `n >= 256` bytes
+///   held by a writer at most `ceil(n / 256)`) and, if it was created since the last
+///   persist, its 16-byte half; a free's dead half is one 16-byte write. An object of
+///   `n` bytes so costs at most `ceil(n / 256) + 1` writes for `n + H` bytes of budget,
+///   never more than 2 writes per 17 bytes, and a free 1 write per 16: at most
+///   `2 floor(M / 17)` writes, plus one if the remainder `M mod 17` holds a free, and
+///   at most `M` bytes. Then flush, the commit record (`R = 32 + 4 ceil(N / 32)` bytes
+///   for `N = max_objects`, in `ceil(R / 256)` writes), flush. Nothing is read.
+/// - Scan steps: one pass over the `U` cache units, and at most one more per unit for
+///   moving the bytes of objects created since the last persist behind a short
+///   header once their description is written; one step per word of an id bitmap
+///   (`ceil(N / 32)` words) for the frees, two per word for the record's slot bitmap;
+///   then five whole id-bitmap and two block-bitmap operations (`ceil(B / 32)` words,
+///   `B = nvm_data_bytes / 32`): `2U + 8 ceil(N/32) + 2 ceil(B/32)`, where `U` is the
+///   arena units of a `cache_bytes` buffer. Writing an object back scans nothing.
+/// - CPU: `cpu_fixed_cycles + (objects) * cpu_per_object_cycles + steps *
+///   cpu_per_step_cycles`, an object being a dirty object or a free.
 pub fn wcec_bound(config: &Config, cost: &CostModel) -> WcecBound {
-    let d = u64::from(config.max_dirty_bytes / (1 + Config::DIRTY_OVERHEAD));
-    let writes = 2 * d + 1;
-    let bytes_written = u64::from(config.max_dirty_bytes) + u64::from(HEADER_BYTES);
-    let reads = d;
-    let bytes_read = d * DESC_BYTES as u64;
+    let m = config.max_dirty_bytes;
+    let h = Config::DIRTY_OVERHEAD;
+    let objects = u64::from(m / (1 + h));
+    let free_in_rest = u64::from((m % (1 + h)) / h);
+    let record = HEADER_BYTES + bitmap_bytes(config.max_objects);
+    let d = objects + free_in_rest;
+    let writes = 2 * objects + free_in_rest + u64::from(record.div_ceil(RUN_BYTES as u32));
+    let bytes_written = u64::from(m) + u64::from(record);
+    let reads = 0;
+    let bytes_read = 0;
     let flushes = 2;
     let words = |bits: u32| u64::from(bits.div_ceil(32));
     let scan_steps = 2 * u64::from(config.max_cache_units())
-        + 2 * words(config.nvm_blocks())
-        + 2 * words(config.max_objects.into());
+        + 8 * words(config.max_objects.into())
+        + 2 * words(config.nvm_blocks());
     let cpu_cycles = cost.cpu_fixed_cycles
         + d * cost.cpu_per_object_cycles
         + scan_steps * cost.cpu_per_step_cycles;

@@ -57,14 +57,14 @@ pub enum HeapError {
     /// A handle for this id already exists.
     AlreadyHeld { id: u16 },
     /// The object is already borrowed in a conflicting way, or too many read guards
-    /// (8191) are held on it.
+    /// (2047) are held on it.
     Borrowed { id: u16 },
-    /// `persist` cannot copy an object while a [`RefMut`](crate::RefMut) on it lives.
-    MutablyBorrowed { id: u16 },
     /// `unpin` of an object that holds no raw pin of that kind.
     NotPinned { id: u16 },
     /// An index past the end of an array.
     IndexOutOfRange { index: u32, len: u32 },
+    /// A push onto a [`Queue`](crate::Queue) that holds its capacity.
+    QueueFull { capacity: u32 },
     /// The 32-bit epoch counter is exhausted (after about 4 billion persists).
     EpochsExhausted,
     /// A heap call was made from inside another (not possible through the safe API).
@@ -132,11 +132,11 @@ impl fmt::Display for HeapError {
             }
             HeapError::AlreadyHeld { id } => write!(f, "a handle for object {id} already exists"),
             HeapError::Borrowed { id } => write!(f, "object {id} is already borrowed"),
-            HeapError::MutablyBorrowed { id } => {
-                write!(f, "cannot persist while object {id} is mutably borrowed")
-            }
             HeapError::IndexOutOfRange { index, len } => {
                 write!(f, "index {index} is out of range for an array of {len} elements")
+            }
+            HeapError::QueueFull { capacity } => {
+                write!(f, "the queue holds its capacity of {capacity} elements")
             }
             HeapError::EpochsExhausted => f.write_str("the persist epoch counter is exhausted"),
             HeapError::Busy => f.write_str("the heap is busy with another call"),

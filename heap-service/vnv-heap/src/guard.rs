@@ -15,21 +15,21 @@ use core::ptr::NonNull;
 pub(crate) mod state {
     /// The object differs from its copy on NVM.
     pub const DIRTY: u16 = 1;
-    /// A `RefMut` exists.
+    /// A `RefMut` or a raw write pin exists.
     pub const MUT: u16 = 2;
-    /// The object's bytes start 8 bytes after its header (else 4): alignment 8.
-    pub const OFF8: u16 = 4;
-    /// Split heaps only (where `OFF8` is never set): the `MUT` bit belongs to a raw
-    /// write pin (`VnvHeap::pin`), not to a `RefMut`, so persist may copy the object.
+    /// Shared heaps: the header is 16 bytes (it also holds the type tag and flags of an
+    /// object created since the last commit, whose description is written later).
+    pub const LONG: u16 = 4;
+    /// Split heaps only (where `LONG` is never set): the `MUT` bit belongs to a raw
+    /// write pin (`VnvHeap::pin`), not to a `RefMut`.
     pub const RAW: u16 = 4;
-    /// One count of the referenced counter (bits 3..5): how often the object was made
-    /// dirty again while dirty, saturating at [`REF_MAX`], aged by the write-back scan
-    /// (see `reserve_dirty` in `heap.rs`); cleared by a write-back.
+    /// Pinned since the eviction hand last passed it: the hand gives it a second
+    /// chance (see `make_room` in `cache.rs`).
     pub const REF: u16 = 8;
-    /// The referenced counter's bits.
-    pub const REF_MASK: u16 = 3 * REF;
-    /// Largest referenced count.
-    pub const REF_MAX: u16 = 3;
+    /// Made dirty again (or, while the write-back policy follows recency, made dirty at
+    /// all) since the write-back scan last passed it: the scan gives it a second chance
+    /// (see `reserve_dirty` in `cache.rs`).
+    pub const WREF: u16 = 16;
     /// One read guard; the count occupies bits 5..16.
     pub const READER: u16 = 32;
     /// Most read guards at a time.

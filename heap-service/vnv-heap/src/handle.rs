@@ -33,10 +33,22 @@ impl fmt::Display for ObjectId {
     }
 }
 
+/// Where the objects of a handle lie: `count` ids from `first` on, the first at NVM
+/// block `block`, each `chunk_bytes` long (`blocks_for(chunk_bytes)` blocks apart) but
+/// the last, which is `last_bytes` long.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Span {
+    pub first: u16,
+    pub count: u16,
+    pub block: u16,
+    pub chunk_bytes: u16,
+    pub last_bytes: u16,
+}
+
 /// What a handle needs from its heap without naming the storage type.
 pub(crate) trait Core {
-    /// Frees `count` objects from id `first` on, and forgets their handle.
-    fn release(&self, first: u16, count: u16) -> Result<()>;
+    /// Frees the objects of `span`, and forgets their handle.
+    fn release(&self, span: Span) -> Result<()>;
     /// Forgets the handle of `count` objects from `first` on, keeping the objects.
     fn forget(&self, first: u16, count: u16);
 }
@@ -45,18 +57,33 @@ pub(crate) trait Core {
 pub struct Handle<'h, T: Persist> {
     pub(crate) heap: &'h dyn Core,
     pub(crate) id: u16,
+    /// First NVM block of the object (fixed for its life): a load reads its bytes
+    /// without reading its description.
+    pub(crate) block: u16,
     /// Cache unit where the object was last seen resident (a hint, checked before use).
     pub(crate) hint: Cell<u16>,
     _t: PhantomData<fn() -> T>,
 }
 
 impl<'h, T: Persist> Handle<'h, T> {
-    pub(crate) fn new(heap: &'h dyn Core, id: u16, hint: u16) -> Self {
+    pub(crate) fn new(heap: &'h dyn Core, id: u16, block: u16, hint: u16) -> Self {
         Handle {
             heap,
             id,
+            block,
             hint: Cell::new(hint),
             _t: PhantomData,
+        }
+    }
+
+    pub(crate) fn span(&self) -> Span {
+        let len = core::mem::size_of::<T>() as u16;
+        Span {
+            first: self.id,
+            count: 1,
+            block: self.block,
+            chunk_bytes: len,
+            last_bytes: len,
         }
     }
 
@@ -78,7 +105,7 @@ impl<T: Persist> Drop for Handle<'_, T> {
     /// Frees the object. A storage error is ignored here (it poisons the heap); use
     /// `VnvHeap::free` to see it.
     fn drop(&mut self) {
-        let _ = self.heap.release(self.id, 1);
+        let _ = self.heap.release(self.span());
     }
 }
 
@@ -97,6 +124,8 @@ pub struct ArrayHandle<'h, T: Persist> {
     pub(crate) heap: &'h dyn Core,
     pub(crate) first: u16,
     pub(crate) chunks: u16,
+    /// First NVM block of chunk 0; chunk `k` starts `k * blocks_for(chunk bytes)` later.
+    pub(crate) block: u16,
     pub(crate) len: u32,
     pub(crate) chunk_len: u16,
     pub(crate) hint: Cell<u16>,
@@ -108,6 +137,7 @@ impl<'h, T: Persist> ArrayHandle<'h, T> {
         heap: &'h dyn Core,
         first: u16,
         chunks: u16,
+        block: u16,
         len: u32,
         chunk_len: u16,
     ) -> Self {
@@ -115,6 +145,7 @@ impl<'h, T: Persist> ArrayHandle<'h, T> {
             heap,
             first,
             chunks,
+            block,
             len,
             chunk_len,
             hint: Cell::new(u16::MAX),
@@ -159,6 +190,27 @@ impl<'h, T: Persist> ArrayHandle<'h, T> {
         (self.len - start).min(u32::from(self.chunk_len))
     }
 
+    /// Bytes of chunk `chunk`.
+    pub(crate) fn chunk_bytes(&self, chunk: u16) -> u16 {
+        (self.chunk_elems(chunk) * core::mem::size_of::<T>() as u32) as u16
+    }
+
+    /// First NVM block of chunk `chunk`.
+    pub(crate) fn chunk_block(&self, chunk: u16) -> u16 {
+        let per = crate::format::blocks_for(self.chunk_bytes(0));
+        (u32::from(self.block) + u32::from(chunk) * per) as u16
+    }
+
+    pub(crate) fn span(&self) -> Span {
+        Span {
+            first: self.first,
+            count: self.chunks,
+            block: self.block,
+            chunk_bytes: self.chunk_bytes(0),
+            last_bytes: self.chunk_bytes(self.chunks - 1),
+        }
+    }
+
     /// Gives up the handle without freeing the array (see [`Handle::into_id`]).
     pub fn into_id(self) -> ObjectId {
         let me = ManuallyDrop::new(self);
@@ -171,7 +223,7 @@ impl<T: Persist> Drop for ArrayHandle<'_, T> {
     /// Frees every chunk. A storage error is ignored here (it poisons the heap); use
     /// `VnvHeap::free_array` to see it.
     fn drop(&mut self) {
-        let _ = self.heap.release(self.first, self.chunks);
+        let _ = self.heap.release(self.span());
     }
 }
 

@@ -1,27 +1,33 @@
-//! The heap: a RAM cache of objects in front of their versioned copies on NVM.
+//! The heap: its public API, the life of objects (create, describe, free) and of the
+//! heap (format, open, persist).
 //!
 //! Invariants this file keeps (each stated next to the code that keeps it):
 //! - NVM: nothing written in the working epoch `W = G + 1` overwrites the committed
 //!   description (entry half) or bytes (slot) of any object, nor the current commit
 //!   record; see the versioning rule in [`format`](crate::format).
-//! - Dirty bytes (size + [`Config::DIRTY_OVERHEAD`] per dirty object) never exceed
+//! - Dirty bytes (size + [`Config::DIRTY_OVERHEAD`] per dirty object, the overhead
+//!   alone per freed object whose dead half is not written yet) never exceed
 //!   `max_dirty_bytes`, and the cache is exactly [`Config::cache_bytes`] long, so
 //!   `persist` stays within [`wcec_bound`](crate::wcec_bound) in storage traffic and in
 //!   scan steps.
-//! - A pinned object (a guard exists) is never moved, evicted or overwritten, and a
-//!   mutably pinned one is never read by the heap either.
+//! - An object created in the working epoch is either in the cache (its description
+//!   there too) or written through; its description reaches NVM with its first
+//!   write-back, at the latest in the persist.
 //! - After any storage error the heap is poisoned and refuses every call.
 //!
-//! It must never panic on user input, allocate, or create a reference covering the
-//! arena (guards hold references into it).
+//! The cache itself (headers, eviction, write-back) is `cache.rs`. This file must never
+//! panic on user input, allocate, or create a reference covering the arena (guards
+//! hold references into it).
 
-use crate::bits::{Ram, RamPlan, UNIT};
+use crate::bits::{find_clear_run, Ram, RamPlan, UNIT};
+use crate::cache::{Mode, Obj, Run, WriteBack};
 use crate::format::{
-    blocks_for, flag, Half, Header, HeaderState, Layout, Pair, DESC_BYTES, DESC_OFFSET,
-    ENTRY_BYTES, FORMAT_VERSION, HALF_BYTES, HEADER_BYTES, MAX_OBJECT_BYTES,
+    bitmap_bytes, blocks_for, flag, record_crc, Half, Header, HeaderState, Layout, Pair,
+    DESC_BYTES, DESC_OFFSET, ENTRY_BYTES, FORMAT_VERSION, HALF_BYTES, MAX_OBJECT_BYTES,
+    RECORD_FIXED,
 };
 use crate::guard::state;
-use crate::handle::Core;
+use crate::handle::{Core, Span};
 use crate::{
     type_tag, ArrayHandle, Config, Handle, HeapError, ObjectId, Persist, Ref, RefMut, Result,
 };
@@ -29,7 +35,6 @@ use amber_nvm::{Nvm, NvmError};
 use core::cell::{Cell, RefCell, RefMut as CellRefMut};
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of, ManuallyDrop};
-use core::ptr::NonNull;
 use core::slice;
 
 /// A virtually non-volatile heap over storage `S`, caching objects in a borrowed buffer.
@@ -42,36 +47,59 @@ pub struct VnvHeap<'c, S: Nvm> {
     _cache: PhantomData<&'c mut [u8]>,
 }
 
-struct Inner<S> {
-    storage: S,
-    config: Config,
-    layout: Layout,
-    ram: Ram,
+pub(crate) struct Inner<S> {
+    pub(crate) storage: S,
+    pub(crate) config: Config,
+    pub(crate) layout: Layout,
+    pub(crate) ram: Ram,
     /// Committed epoch `G`; the working epoch is `G + 1`.
     committed: u32,
     /// Which commit record copy holds `G`.
     header_copy: u8,
     /// Whether the working epoch wrote anything to NVM (else persist has nothing to
     /// commit).
-    epoch_written: bool,
-    dirty_bytes: u32,
+    pub(crate) epoch_written: bool,
+    pub(crate) dirty_bytes: u32,
     poisoned: bool,
-    /// Unit of the object made dirty most recently (a hint for `reserve_dirty`, checked
-    /// before use).
-    last_dirtied: u32,
+    /// The eviction hand: where `make_room` looks first (an arena unit).
+    pub(crate) evict_hand: u32,
+    /// The write-back policy's state (see `reserve_dirty` in `cache.rs`).
+    pub(crate) wb: WriteBack,
     /// Units, ids, blocks and bitmap words visited by the heap's scans so far: its CPU
     /// work beyond the fast path, reported by [`VnvHeap::scan_steps`].
     steps: Cell<u64>,
 }
 
-/// Whether a pin is for reading or writing.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Read,
-    Write,
-    /// Writing, and the caller overwrites every byte before the guard goes: an object
-    /// that is not resident is given room but not read from NVM.
-    Overwrite,
+/// A live object's description as the heap keeps it (its entry half but the epoch and
+/// the live flag).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Desc {
+    pub block: u16,
+    pub len: u16,
+    pub tag: u16,
+    /// `flag::CHUNK` and `flag::CONT`.
+    pub flags: u8,
+}
+
+impl Desc {
+    pub fn obj(&self, id: u16) -> Obj {
+        Obj {
+            id,
+            block: self.block,
+            len: self.len,
+        }
+    }
+
+    /// The live half of epoch `epoch` holding this description.
+    pub fn half(&self, epoch: u32) -> Half {
+        Half {
+            epoch,
+            block: self.block.into(),
+            flags: self.flags | flag::LIVE,
+            len: self.len,
+            tag: self.tag,
+        }
+    }
 }
 
 /// Size and alignment of `T`, checked against what the heap can store.
@@ -85,15 +113,6 @@ fn shape<T: Persist>() -> Result<(u16, usize)> {
         limit: MAX_OBJECT_BYTES as usize,
     })?;
     Ok((len, align))
-}
-
-/// Offset of an object's bytes from its header.
-fn data_offset(align: usize) -> usize {
-    if align > 4 {
-        8
-    } else {
-        4
-    }
 }
 
 /// The bytes of a value.
@@ -114,10 +133,10 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         Self::format_with(storage, config, layout, ram)
     }
 
-    /// Like [`new`](Self::new), for a split heap: the RAM metadata (bitmaps and a
-    /// header per arena unit, see [`Config::split_metadata_bytes`]) lives in `meta`,
-    /// and `arena` (8-aligned) holds nothing but object bytes, at offsets
-    /// [`pin`](Self::pin) reports. `meta.len() + arena.len()` must be
+    /// Like [`new`](Self::new), for a split heap: the RAM metadata (bitmaps, a header
+    /// per arena unit and a description per id, see [`Config::split_metadata_bytes`])
+    /// lives in `meta`, and `arena` (8-aligned) holds nothing but object bytes, at
+    /// offsets [`pin`](Self::pin) reports. `meta.len() + arena.len()` must be
     /// [`Config::cache_bytes`].
     ///
     /// The arena is meant to be shared with a client that writes it at any time: the
@@ -134,29 +153,20 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         Self::format_with(storage, config, layout, ram)
     }
 
-    fn format_with(mut storage: S, config: Config, layout: Layout, ram: Ram) -> Result<Self> {
+    fn format_with(storage: S, config: Config, layout: Layout, ram: Ram) -> Result<Self> {
+        let mut inner = Inner::new(storage, config, layout, ram, 0, 0);
         // Erase both commit records first, so an interrupted format reads as unformatted
-        // or corrupt, never as an older heap; then the table, then the first record.
-        let zero = [0u8; 256];
-        storage.write(layout.header_at(1), &zero[..HEADER_BYTES as usize])?;
-        storage.write(layout.header_at(0), &zero[..HEADER_BYTES as usize])?;
+        // or corrupt, never as an older heap; then the table, then the first record (epoch
+        // 0, every slot bit 0: the bitmaps are zero).
+        let record = layout.record_bytes;
+        inner.write_zeros(layout.header_at(1), record)?;
+        inner.write_zeros(layout.header_at(0), record)?;
         let table = u32::from(layout.max_objects) * ENTRY_BYTES;
-        let mut done = 0;
-        while done < table {
-            let n = (table - done).min(zero.len() as u32);
-            storage.write(layout.pair_at(0) + done, &zero[..n as usize])?;
-            done += n;
-        }
-        storage.flush()?;
-        let header = Header {
-            version: FORMAT_VERSION,
-            max_objects: layout.max_objects,
-            epoch: 0,
-            data_bytes: layout.data_bytes,
-        };
-        storage.write(layout.header_at(0), &header.encode())?;
-        storage.flush()?;
-        Ok(Self::assemble(storage, config, layout, ram, 0, 0))
+        inner.write_zeros(layout.pair_at(0), table)?;
+        inner.storage.flush()?;
+        inner.write_record(0, 0)?;
+        inner.storage.flush()?;
+        Ok(Self::wrap(inner))
     }
 
     /// Reopens the heap persisted on `storage`, with exactly the state of its last
@@ -183,13 +193,24 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         Self::open_with(storage, config, layout, ram)
     }
 
-    fn open_with(mut storage: S, config: Config, layout: Layout, ram: Ram) -> Result<Self> {
+    fn open_with(storage: S, config: Config, layout: Layout, ram: Ram) -> Result<Self> {
+        let mut inner = Inner::new(storage, config, layout, ram, 0, 0);
+        // Each copy's slot bitmap is read into a bitmap of its own (the committed-slot
+        // and written-slot bitmaps, both zeroed before use after this).
+        let scratch = [ram.id_cslot, ram.id_sdone];
         let mut best: Option<(u8, Header)> = None;
         let mut blank = true;
         for copy in 0..2u8 {
-            let mut b = [0u8; HEADER_BYTES as usize];
-            storage.read(layout.header_at(copy), &mut b)?;
-            match Header::decode(&b) {
+            let mut b = [0u8; RECORD_FIXED];
+            let at = layout.header_at(copy);
+            inner.nvm_read(at, &mut b)?;
+            let bits = scratch[usize::from(copy)];
+            let words_at = at + RECORD_FIXED as u32;
+            inner.read_words(words_at, bits)?;
+            let mut crc = [0u8; 4];
+            inner.nvm_read(words_at + 4 * bits.words(), &mut crc)?;
+            let crc = u32::from_le_bytes(crc);
+            match Header::decode(&b, (0..bits.words()).map(|i| bits.word(i)), crc) {
                 HeaderState::Blank => {}
                 HeaderState::Invalid => blank = false,
                 HeaderState::Valid(h) => {
@@ -232,48 +253,17 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         if header.epoch == u32::MAX {
             return Err(HeapError::EpochsExhausted);
         }
-        let g = header.epoch;
-        for id in 0..layout.max_objects {
-            let mut b = [0u8; ENTRY_BYTES as usize];
-            storage.read(layout.pair_at(id), &mut b)?;
-            let mut pair = Pair::decode(id, &b);
-            for i in 0..2u8 {
-                if pair.halves[usize::from(i)].is_some_and(|h| h.epoch > g) {
-                    // Written by an epoch that never committed: erase it before the new
-                    // working epoch (which reuses that number) can be confused by it.
-                    storage.write(layout.half_at(id, i), &[0u8; HALF_BYTES as usize])?;
-                    pair.halves[usize::from(i)] = None;
-                }
+        if copy == 1 {
+            for i in 0..ram.id_cslot.words() {
+                ram.id_cslot.set_word(i, ram.id_sdone.word(i));
             }
-            // `g < u32::MAX` was checked above.
-            ram.id_whalf
-                .set(u32::from(id), pair.working_half(g + 1) == 1);
-            let Some((i, h)) = pair.newest(g) else {
-                continue;
-            };
-            if !h.live() {
-                continue;
-            }
-            let at = layout.half_at(id, i);
-            let bad = |what| Err(HeapError::CorruptMetadata { at, what });
-            if h.len == 0 || h.flags & !flag::ALL != 0 {
-                return bad("entry has length 0 or unknown flags");
-            }
-            if h.flags & flag::CONT != 0 && h.flags & flag::CHUNK == 0 {
-                return bad("entry continues an array but is no array chunk");
-            }
-            let n = blocks_for(h.len);
-            if h.block.checked_add(n).is_none_or(|end| end > layout.blocks) {
-                return bad("entry points past the data area");
-            }
-            if (h.block..h.block + n).any(|b| ram.block_used.get(b)) {
-                return bad("entry overlaps another object's blocks");
-            }
-            ram.block_used.set_range(h.block, n, true);
-            ram.id_live.set(u32::from(id), true);
         }
-        storage.flush()?;
-        Ok(Self::assemble(storage, config, layout, ram, g, copy))
+        ram.id_sdone.clear_all();
+        inner.committed = header.epoch;
+        inner.header_copy = copy;
+        inner.load_table()?;
+        inner.storage.flush()?;
+        Ok(Self::wrap(inner))
     }
 
     fn check_layout(storage: &S, config: &Config) -> Result<Layout> {
@@ -301,15 +291,9 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
 
     fn carve(cache: &'c mut [u8], config: &Config, layout: &Layout) -> Result<Ram> {
         let size = cache.len();
-        RamPlan::carve(cache, config.max_objects, layout.blocks).ok_or_else(|| {
-            let words = |bits: u32| bits.div_ceil(32) as usize * 4;
-            let needed = (crate::bits::ID_BITMAPS * words(config.max_objects.into())
-                + 2 * words(layout.blocks)
-                + 8)
-            .next_multiple_of(UNIT)
-                + 2 * UNIT
-                + UNIT;
-            HeapError::CacheTooSmall { needed, size }
+        RamPlan::carve(cache, config.max_objects, layout.blocks).ok_or(HeapError::CacheTooSmall {
+            needed: RamPlan::min_cache_bytes(config.max_objects, layout.blocks),
+            size,
         })
     }
 
@@ -346,21 +330,9 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         })
     }
 
-    fn assemble(storage: S, config: Config, layout: Layout, ram: Ram, g: u32, copy: u8) -> Self {
+    fn wrap(inner: Inner<S>) -> Self {
         VnvHeap {
-            inner: RefCell::new(Inner {
-                storage,
-                config,
-                layout,
-                ram,
-                committed: g,
-                header_copy: copy,
-                epoch_written: false,
-                dirty_bytes: 0,
-                poisoned: false,
-                last_dirtied: u32::MAX,
-                steps: Cell::new(0),
-            }),
+            inner: RefCell::new(inner),
             _cache: PhantomData,
         }
     }
@@ -381,31 +353,39 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         }
     }
 
-    /// Allocates `value` on the heap. The object is written through to NVM (it is
-    /// clean) and cached if the cache has a free gap for it.
+    /// Allocates `value` on the heap. The object goes to the cache, dirty, and reaches
+    /// NVM (bytes and description) only when it is written back or persisted; if the
+    /// cache cannot take it (every unit pinned, or it does not fit the dirty limit) it
+    /// is written through at once.
     pub fn alloc<T: Persist>(&self, value: T) -> Result<Handle<'_, T>> {
-        let (len, align) = shape::<T>()?;
+        let (len, _) = shape::<T>()?;
         let mut inner = self.lock()?;
-        inner.check_fits(len, align)?;
+        inner.check_fits(len)?;
         let id = inner.free_ids(1)?;
         let block = inner.free_blocks(blocks_for(len))?;
-        inner.create(id, block, len, type_tag::<T>(), 0, bytes_of(&value), 1)?;
-        let hint = inner.cache_fresh(id, len, align, bytes_of(&value));
+        let desc = Desc {
+            block,
+            len,
+            tag: type_tag::<T>(),
+            flags: 0,
+        };
+        let hint = inner.create(id, desc, bytes_of(&value), 1)?;
         inner.ram.id_held.set(id.into(), true);
-        Ok(Handle::new(self, id, hint))
+        Ok(Handle::new(self, id, block, hint))
     }
 
     /// Allocates an array of `len` copies of `fill`, tracked in chunks of `chunk_len`
-    /// elements (each chunk is swapped, pinned and made dirty on its own).
+    /// elements (each chunk is swapped, pinned and made dirty on its own). Each chunk
+    /// is created as [`alloc`](Self::alloc) creates an object.
     pub fn alloc_array<T: Persist>(
         &self,
         len: u32,
         chunk_len: u16,
         fill: T,
     ) -> Result<ArrayHandle<'_, T>> {
-        let (size, align) = shape::<T>()?;
+        let (size, _) = shape::<T>()?;
         if len == 0 || chunk_len == 0 {
-            return Err(HeapError::UnsupportedType { size: 0, align });
+            return Err(HeapError::UnsupportedType { size: 0, align: 1 });
         }
         let chunk_bytes = usize::from(size) * usize::from(chunk_len);
         let chunk_bytes = u16::try_from(chunk_bytes).map_err(|_| HeapError::ObjectTooLarge {
@@ -415,25 +395,20 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         let chunks = len.div_ceil(u32::from(chunk_len));
         let chunks = u16::try_from(chunks).map_err(|_| HeapError::OutOfIds)?;
         let mut inner = self.lock()?;
-        inner.check_fits(chunk_bytes, align)?;
+        inner.check_fits(chunk_bytes)?;
         let first = inner.free_ids(chunks)?;
         let per = blocks_for(chunk_bytes);
         let base = inner.free_blocks(per * u32::from(chunks))?;
-        let handle = ArrayHandle::new(self as &dyn Core, first, chunks, len, chunk_len);
+        let handle = ArrayHandle::new(self as &dyn Core, first, chunks, base, len, chunk_len);
         for k in 0..chunks {
             let elems = handle.chunk_elems(k);
-            let bytes = (elems * u32::from(size)) as u16;
-            let flags = flag::CHUNK | if k > 0 { flag::CONT } else { 0 };
-            let block = base + u32::from(k) * per;
-            if let Err(e) = inner.create(
-                first + k,
-                block,
-                bytes,
-                type_tag::<T>(),
-                flags,
-                bytes_of(&fill),
-                elems,
-            ) {
+            let desc = Desc {
+                block: handle.chunk_block(k),
+                len: handle.chunk_bytes(k),
+                tag: type_tag::<T>(),
+                flags: flag::CHUNK | if k > 0 { flag::CONT } else { 0 },
+            };
+            if let Err(e) = inner.create(first + k, desc, bytes_of(&fill), elems) {
                 // Poisoned (storage failed): the RAM state no longer matters, and the
                 // handle must not free chunks that were never created.
                 let _ = ManuallyDrop::new(handle);
@@ -448,29 +423,28 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
     }
 
     /// Frees the object now, reporting a storage error (dropping the handle does the
-    /// same but ignores errors).
+    /// same but ignores errors). An object created since the last persist leaves no
+    /// trace on NVM; a persisted one gets its dead description at the next persist (at
+    /// once if the dirty limit has no room for it).
     pub fn free<T: Persist>(&self, handle: Handle<'_, T>) -> Result<()> {
         let h = ManuallyDrop::new(handle);
-        h.heap.release(h.id, 1)
+        h.heap.release(h.span())
     }
 
     /// Frees every chunk of the array now, reporting a storage error.
     pub fn free_array<T: Persist>(&self, handle: ArrayHandle<'_, T>) -> Result<()> {
         let h = ManuallyDrop::new(handle);
-        h.heap.release(h.first, h.chunks)
+        h.heap.release(h.span())
     }
 
     /// Shared access to the object, pinned in the cache while the guard lives. Loads it
-    /// if needed, evicting unpinned objects (and writing back dirty ones) to make room.
+    /// if needed (one read of its bytes), evicting unpinned objects (and writing back
+    /// dirty ones) to make room.
     pub fn get_ref<'a, T: Persist>(&self, handle: &'a Handle<'_, T>) -> Result<Ref<'a, T>> {
-        self.owns(handle.heap)?;
-        let (len, align) = shape::<T>()?;
-        let (data, st) = self
-            .lock()?
-            .pin(handle.id, len, align, &handle.hint, Mode::Read)?;
+        let (data, st) = self.pin_handle(handle, Mode::Read)?;
         // SAFETY: `pin` returned the bytes of this handle's object, which holds a valid `T`
         // (written from a `T` or read back from its slot; every bit pattern is valid for
-        // `Persist` types), aligned to `align_of::<T>()`, with one reader counted.
+        // `Persist` types), 8-aligned, with one reader counted.
         Ok(unsafe { Ref::new(data.cast::<T>(), st) })
     }
 
@@ -478,14 +452,25 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
     /// exceeded, first writes back unpinned dirty objects; if it still cannot fit,
     /// returns [`HeapError::DirtyLimitExceeded`] and changes nothing else.
     pub fn get_mut<'a, T: Persist>(&self, handle: &'a mut Handle<'_, T>) -> Result<RefMut<'a, T>> {
-        self.owns(handle.heap)?;
-        let (len, align) = shape::<T>()?;
-        let (data, st) = self
-            .lock()?
-            .pin(handle.id, len, align, &handle.hint, Mode::Write)?;
+        let (data, st) = self.pin_handle(handle, Mode::Write)?;
         // SAFETY: as in `get_ref`, and `pin` set the object's MUT bit for this guard; the
         // handle is borrowed mutably, so no other guard on it exists.
         Ok(unsafe { RefMut::new(data.cast::<T>(), st) })
+    }
+
+    fn pin_handle<T: Persist>(
+        &self,
+        handle: &Handle<'_, T>,
+        mode: Mode,
+    ) -> Result<(core::ptr::NonNull<u8>, core::ptr::NonNull<u16>)> {
+        self.owns(handle.heap)?;
+        let (len, _) = shape::<T>()?;
+        let obj = Obj {
+            id: handle.id,
+            block: handle.block,
+            len,
+        };
+        self.lock()?.pin(obj, &handle.hint, mode)
     }
 
     /// A copy of the object.
@@ -496,11 +481,7 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
     /// Replaces the object's value. Like [`get_mut`](Self::get_mut), but an object that
     /// is not resident is not read from NVM first (all its bytes are replaced).
     pub fn set<T: Persist>(&self, handle: &mut Handle<'_, T>, value: T) -> Result<()> {
-        self.owns(handle.heap)?;
-        let (len, align) = shape::<T>()?;
-        let (data, st) = self
-            .lock()?
-            .pin(handle.id, len, align, &handle.hint, Mode::Overwrite)?;
+        let (data, st) = self.pin_handle(handle, Mode::Overwrite)?;
         // SAFETY: as in `get_mut`. The bytes may be stale arena contents (an object given
         // room without being read), which every bit pattern makes a valid `T`; they are
         // replaced whole before the guard is dropped.
@@ -519,12 +500,36 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         Ok(f(&mut g))
     }
 
+    /// Writes the object back now if it is dirty (its bytes, and its description if it
+    /// was created since the last persist); it stays cached, clean. Nothing happens to a
+    /// clean or swapped-out object. A persist afterwards has that much less to write.
+    pub fn flush<T: Persist>(&self, handle: &Handle<'_, T>) -> Result<()> {
+        self.owns(handle.heap)?;
+        self.lock()?.flush_one(handle.id, &handle.hint, false)
+    }
+
+    /// Writes the object back if it is dirty and drops it from the cache, making its
+    /// room free. Refused with [`HeapError::Borrowed`] while a guard pins it.
+    pub fn unload<T: Persist>(&self, handle: &Handle<'_, T>) -> Result<()> {
+        self.owns(handle.heap)?;
+        self.lock()?.flush_one(handle.id, &handle.hint, true)
+    }
+
+    /// Whether the object differs from its copy on NVM (it is cached and was made
+    /// dirty since its last write-back, or was created and not written yet).
+    pub fn is_dirty<T: Persist>(&self, handle: &Handle<'_, T>) -> bool {
+        let inner = self.inner.borrow();
+        inner
+            .find_resident(handle.id, handle.hint.get())
+            .is_some_and(|u| inner.state(u) & state::DIRTY != 0)
+    }
+
     fn chunk_pin<T: Persist>(
         &self,
         a: &ArrayHandle<'_, T>,
         chunk: u16,
         mode: Mode,
-    ) -> Result<(NonNull<[T]>, NonNull<u16>)> {
+    ) -> Result<(core::ptr::NonNull<[T]>, core::ptr::NonNull<u16>)> {
         self.owns(a.heap)?;
         if chunk >= a.chunks {
             return Err(HeapError::IndexOutOfRange {
@@ -532,14 +537,18 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
                 len: a.chunks.into(),
             });
         }
-        let (size, align) = shape::<T>()?;
-        let elems = a.chunk_elems(chunk);
-        let bytes = (elems * u32::from(size)) as u16;
-        let (data, st) = self
-            .lock()?
-            .pin(a.first + chunk, bytes, align, &a.hint, mode)?;
+        shape::<T>()?;
+        let obj = Obj {
+            id: a.first + chunk,
+            block: a.chunk_block(chunk),
+            len: a.chunk_bytes(chunk),
+        };
+        let (data, st) = self.lock()?.pin(obj, &a.hint, mode)?;
         Ok((
-            NonNull::slice_from_raw_parts(data.cast::<T>(), elems as usize),
+            core::ptr::NonNull::slice_from_raw_parts(
+                data.cast::<T>(),
+                a.chunk_elems(chunk) as usize,
+            ),
             st,
         ))
     }
@@ -602,16 +611,17 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
 
     /// Turns a stable id back into a handle (after a reopen, or after
     /// [`Handle::into_id`]). Fails, never misreads, if the id is free, already held, an
-    /// array chunk, or stored with another size or type tag.
+    /// array chunk, or stored with another size or type tag. Reads the object's
+    /// description from NVM unless the cache or the RAM metadata holds it.
     pub fn handle_from_id<T: Persist>(&self, id: ObjectId) -> Result<Handle<'_, T>> {
         let (len, _) = shape::<T>()?;
         let mut inner = self.lock()?;
-        let h = inner.claimable(id.0)?;
-        if h.flags & flag::CHUNK != 0 || h.len != len || h.tag != type_tag::<T>() {
+        let d = inner.claimable(id.0)?;
+        if d.flags & flag::CHUNK != 0 || d.len != len || d.tag != type_tag::<T>() {
             return Err(HeapError::TypeMismatch { id: id.0 });
         }
         inner.ram.id_held.set(id.0.into(), true);
-        Ok(Handle::new(self, id.0, u16::MAX))
+        Ok(Handle::new(self, id.0, d.block, u16::MAX))
     }
 
     /// Turns the id of an array (its first chunk) back into an array handle.
@@ -628,6 +638,7 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
             return Err(mismatch);
         }
         let chunk_len = first.len / size;
+        let per = blocks_for(first.len);
         let mut len = u32::from(chunk_len);
         let mut chunks: u16 = 1;
         let mut last_full = true;
@@ -638,12 +649,18 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
             if !inner.ram.id_live.get(next.into()) {
                 break;
             }
-            let h = inner.read_desc(next)?;
-            if h.flags & flag::CONT == 0 {
+            let d = inner.describe(next)?;
+            if d.flags & flag::CONT == 0 {
                 break;
             }
-            let at = inner.layout.half_at(next, inner.current_half(next));
-            if !last_full || h.tag != tag || h.len % size != 0 || h.len > first.len {
+            let at = inner.layout.pair_at(next);
+            let block = u32::from(first.block) + u32::from(chunks) * per;
+            if !last_full
+                || d.tag != tag
+                || d.len % size != 0
+                || d.len > first.len
+                || u32::from(d.block) != block
+            {
                 return Err(HeapError::CorruptMetadata {
                     at,
                     what: "array chunk does not match the array's first chunk",
@@ -652,21 +669,32 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
             if inner.ram.id_held.get(next.into()) {
                 return Err(HeapError::AlreadyHeld { id: next });
             }
-            last_full = h.len == first.len;
-            len += u32::from(h.len / size);
+            last_full = d.len == first.len;
+            len += u32::from(d.len / size);
             chunks += 1;
         }
         inner
             .ram
             .id_held
             .set_range(id.0.into(), chunks.into(), true);
-        Ok(ArrayHandle::new(self, id.0, chunks, len, chunk_len))
+        Ok(ArrayHandle::new(
+            self,
+            id.0,
+            chunks,
+            first.block,
+            len,
+            chunk_len,
+        ))
     }
 
-    /// Writes every dirty object and commits, so that a reopen after a power cut sees
+    /// Writes every dirty object (and the descriptions of objects created or freed
+    /// since the last persist) and commits, so that a reopen after a power cut sees
     /// exactly this state. A power cut during persist leaves the previous persisted
-    /// state. Costs at most [`wcec_bound`](crate::wcec_bound). Fails with
-    /// [`HeapError::MutablyBorrowed`], before writing anything, while a [`RefMut`] lives.
+    /// state. Costs at most [`wcec_bound`](crate::wcec_bound).
+    ///
+    /// It may run while guards are held, as from an interrupt before a power failure:
+    /// an object under a [`RefMut`] (or a raw write pin) is written as its bytes are
+    /// at that moment and stays dirty, so the next persist writes it again.
     pub fn persist(&self) -> Result<()> {
         self.lock()?.persist()
     }
@@ -682,19 +710,21 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
     ///
     /// An id that has a [`Handle`] is refused ([`HeapError::AlreadyHeld`]): raw pins and
     /// guards never count on the same object, so an [`unpin`](Self::unpin) can never
-    /// release a guard's pin. Unlike a `RefMut`, a write pin does not stop
-    /// [`persist`](Self::persist): persist writes the object's current bytes (its writer
-    /// must be stopped meanwhile) and leaves it dirty and pinned.
+    /// release a guard's pin. A write pin does not stop [`persist`](Self::persist):
+    /// persist writes the object's current bytes (its writer must be stopped meanwhile)
+    /// and leaves it dirty and pinned.
     pub fn pin(&self, id: ObjectId, len: u16, write: bool, hint: &Cell<u16>) -> Result<usize> {
         let mut inner = self.lock()?;
         inner.raw_check(id.0)?;
-        if let Some(u) = inner.find_resident(id.0, hint.get()) {
-            if inner.extent_end(u) - u != inner.units_for(len, 8) {
-                return Err(HeapError::TypeMismatch { id: id.0 });
-            }
+        if id.0 >= inner.layout.max_objects || !inner.ram.id_live.get(id.0.into()) {
+            return Err(HeapError::NoSuchObject { id: id.0 });
+        }
+        let d = inner.table_desc(id.0);
+        if d.len != len {
+            return Err(HeapError::TypeMismatch { id: id.0 });
         }
         let mode = if write { Mode::Write } else { Mode::Read };
-        let (data, _) = inner.pin(id.0, len, 8, hint, mode)?;
+        let (data, _) = inner.pin(d.obj(id.0), hint, mode)?;
         let u = u32::from(hint.get());
         if write {
             let s = inner.state(u);
@@ -740,31 +770,11 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
                 reason: "reload needs a split heap",
             });
         }
+        inner.step(inner.ram.units);
         for u in 0..inner.ram.units {
-            inner.step(1);
-            if !inner.ram.unit_start.get(u) {
-                continue;
+            if inner.ram.unit_start.get(u) {
+                inner.reload_one(u)?;
             }
-            let id = inner.header_id(u);
-            if id >= inner.layout.max_objects || !inner.ram.id_live.get(id.into()) {
-                return Err(HeapError::CorruptMetadata {
-                    at: inner.layout.pair_at(id.min(inner.layout.max_objects - 1)),
-                    what: "a resident object has no live entry",
-                });
-            }
-            let h = inner.read_desc(id)?;
-            if inner.extent_end(u) - u != inner.units_for(h.len, 8) {
-                return Err(HeapError::CorruptMetadata {
-                    at: inner.layout.half_at(id, inner.current_half(id)),
-                    what: "entry length does not match the resident object",
-                });
-            }
-            let at = inner.layout.slot_at(h.block, h.len, h.slot());
-            // SAFETY: the object's units (checked above to hold `h.len` bytes) lie in the
-            // arena; the heap holds no reference into it, and its only other user (the
-            // client) is stopped until the service finishes its restore.
-            let buf = unsafe { slice::from_raw_parts_mut(inner.data_ptr(u), h.len.into()) };
-            inner.nvm_read(at, buf)?;
         }
         Ok(())
     }
@@ -775,14 +785,15 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         self.inner.borrow().ram.arena
     }
 
-    /// Bytes currently counted as dirty (size + overhead per dirty object).
+    /// Bytes currently counted as dirty (size + overhead per dirty object, the
+    /// overhead alone per free whose dead description is not written yet).
     pub fn dirty_bytes(&self) -> u32 {
         self.inner.borrow().dirty_bytes
     }
 
     /// Cache units, ids, NVM blocks and bitmap words the heap's linear scans have
     /// visited since it was created or opened (finding a resident object without a
-    /// valid hint, making room, the write-back clock, persist, allocation). It measures
+    /// valid hint, making room, the write-back hand, persist, allocation). It measures
     /// the heap's CPU work beyond the fast path of a resident object, which does no
     /// scan; benchmarks turn it into cycles. The steps of one persist never exceed
     /// [`WcecBound::scan_steps`](crate::WcecBound::scan_steps).
@@ -844,16 +855,27 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
 }
 
 impl<S: Nvm> Core for VnvHeap<'_, S> {
-    fn release(&self, first: u16, count: u16) -> Result<()> {
+    fn release(&self, span: Span) -> Result<()> {
         let mut inner = self.inner.try_borrow_mut().map_err(|_| HeapError::Busy)?;
         let mut result = Ok(());
-        for id in first..first.saturating_add(count) {
+        let per = blocks_for(span.chunk_bytes);
+        for k in 0..span.count {
+            let id = span.first + k;
             inner.ram.id_held.set(id.into(), false);
             if inner.poisoned {
                 result = Err(HeapError::Poisoned);
                 continue;
             }
-            if let Err(e) = inner.free_one(id) {
+            let obj = Obj {
+                id,
+                block: (u32::from(span.block) + u32::from(k) * per) as u16,
+                len: if k + 1 == span.count {
+                    span.last_bytes
+                } else {
+                    span.chunk_bytes
+                },
+            };
+            if let Err(e) = inner.free_one(obj) {
                 result = Err(e);
             }
         }
@@ -871,72 +893,209 @@ impl<S: Nvm> Core for VnvHeap<'_, S> {
 }
 
 impl<S: Nvm> Inner<S> {
-    fn working(&self) -> u32 {
+    fn new(storage: S, config: Config, layout: Layout, ram: Ram, g: u32, copy: u8) -> Self {
+        Inner {
+            storage,
+            config,
+            layout,
+            ram,
+            committed: g,
+            header_copy: copy,
+            epoch_written: false,
+            dirty_bytes: 0,
+            poisoned: false,
+            evict_hand: 0,
+            wb: WriteBack::new(),
+            steps: Cell::new(0),
+        }
+    }
+
+    pub(crate) fn working(&self) -> u32 {
         self.committed + 1
     }
 
     /// Marks the heap poisoned and turns the storage error into a heap error.
-    fn fail(&mut self, e: NvmError) -> HeapError {
+    pub(crate) fn fail(&mut self, e: NvmError) -> HeapError {
         self.poisoned = true;
         HeapError::Storage(e)
     }
 
-    fn nvm_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
+    pub(crate) fn nvm_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<()> {
         self.storage.read(offset, buf).map_err(|e| self.fail(e))
     }
 
-    fn nvm_write(&mut self, offset: u32, data: &[u8]) -> Result<()> {
+    pub(crate) fn nvm_write(&mut self, offset: u32, data: &[u8]) -> Result<()> {
         self.storage.write(offset, data).map_err(|e| self.fail(e))
     }
 
+    fn nvm_flush(&mut self) -> Result<()> {
+        self.storage.flush().map_err(|e| self.fail(e))
+    }
+
+    /// Writes `n` zero bytes from `at` on, in stores of up to 256 bytes.
+    fn write_zeros(&mut self, at: u32, n: u32) -> Result<()> {
+        let zero = [0u8; 256];
+        let mut done = 0;
+        while done < n {
+            let k = (n - done).min(zero.len() as u32);
+            self.nvm_write(at + done, &zero[..k as usize])?;
+            done += k;
+        }
+        Ok(())
+    }
+
+    /// Reads the little-endian words of a slot bitmap at `at` into `bits`.
+    fn read_words(&mut self, at: u32, bits: crate::bits::Bits) -> Result<()> {
+        let mut buf = [0u8; 256];
+        let total = bits.words() * 4;
+        let mut done = 0;
+        while done < total {
+            let n = (total - done).min(buf.len() as u32) as usize;
+            self.nvm_read(at + done, &mut buf[..n])?;
+            for (k, w) in buf[..n].chunks_exact(4).enumerate() {
+                let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                bits.set_word(done / 4 + k as u32, w);
+            }
+            done += n as u32;
+        }
+        Ok(())
+    }
+
     /// Counts `n` steps of a scan (see [`VnvHeap::scan_steps`]).
-    fn step(&self, n: u32) {
+    pub(crate) fn step(&self, n: u32) {
         self.steps.set(self.steps.get() + u64::from(n));
+    }
+
+    /// Reads every entry pair (in reads of 8 pairs) after `open` chose the committed
+    /// epoch: erases halves of an epoch that never committed, sets each id's working
+    /// half, and marks live objects and their blocks (and, split, their descriptions).
+    fn load_table(&mut self) -> Result<()> {
+        const E: usize = ENTRY_BYTES as usize;
+        let max = self.layout.max_objects;
+        let mut buf = [0u8; 8 * E];
+        let mut id = 0u16;
+        while id < max {
+            let n = (max - id).min(8);
+            let bytes = usize::from(n) * E;
+            self.nvm_read(self.layout.pair_at(id), &mut buf[..bytes])?;
+            for k in 0..n {
+                let mut pair = [0u8; E];
+                pair.copy_from_slice(&buf[usize::from(k) * E..][..E]);
+                self.load_entry(id + k, &pair)?;
+            }
+            id += n;
+        }
+        Ok(())
+    }
+
+    fn load_entry(&mut self, id: u16, b: &[u8; ENTRY_BYTES as usize]) -> Result<()> {
+        let g = self.committed;
+        let mut pair = Pair::decode(id, b);
+        for i in 0..2u8 {
+            if pair.halves[usize::from(i)].is_some_and(|h| h.epoch > g) {
+                // Written by an epoch that never committed: erase it before the new
+                // working epoch (which reuses that number) can be confused by it.
+                self.nvm_write(self.layout.half_at(id, i), &[0u8; HALF_BYTES as usize])?;
+                pair.halves[usize::from(i)] = None;
+            }
+        }
+        // `g < u32::MAX` was checked by `open_with`.
+        self.ram
+            .id_whalf
+            .set(u32::from(id), pair.working_half(g + 1) == 1);
+        let Some((i, h)) = pair.newest(g) else {
+            return Ok(());
+        };
+        if !h.live() {
+            return Ok(());
+        }
+        let at = self.layout.half_at(id, i);
+        let bad = |what| Err(HeapError::CorruptMetadata { at, what });
+        if h.len == 0 || h.flags & !flag::ALL != 0 {
+            return bad("entry has length 0 or unknown flags");
+        }
+        if h.flags & flag::CONT != 0 && h.flags & flag::CHUNK == 0 {
+            return bad("entry continues an array but is no array chunk");
+        }
+        let n = blocks_for(h.len);
+        if h.block
+            .checked_add(n)
+            .is_none_or(|end| end > self.layout.blocks)
+        {
+            return bad("entry points past the data area");
+        }
+        if (h.block..h.block + n).any(|b| self.ram.block_used.get(b)) {
+            return bad("entry overlaps another object's blocks");
+        }
+        self.ram.block_used.set_range(h.block, n, true);
+        self.ram.id_live.set(u32::from(id), true);
+        if self.split() {
+            self.set_table_desc(
+                id,
+                Desc {
+                    block: h.block as u16,
+                    len: h.len,
+                    tag: h.tag,
+                    flags: h.flags & !flag::LIVE,
+                },
+            );
+        }
+        Ok(())
     }
 
     /// The half of `id`'s entry pair that the working epoch writes (never the one
     /// holding the committed description).
-    fn working_half(&self, id: u16) -> u8 {
+    pub(crate) fn working_half(&self, id: u16) -> u8 {
         u8::from(self.ram.id_whalf.get(id.into()))
     }
 
-    /// Whether the working epoch has written `id`'s working half.
-    fn wrote_working(&self, id: u16) -> bool {
-        self.ram.id_wdone.get(id.into())
-    }
-
-    /// The half holding `id`'s current description: the working half once the working
-    /// epoch wrote it, else the committed one.
+    /// The half holding `id`'s current description on NVM: the working half once the
+    /// working epoch wrote it, else the committed one.
     fn current_half(&self, id: u16) -> u8 {
         let w = self.working_half(id);
-        if self.wrote_working(id) {
+        if self.ram.id_hdone.get(id.into()) {
             w
         } else {
             1 - w
         }
     }
 
-    /// Writes `h` as the working half of `id` and records that it is now current.
-    fn write_working(&mut self, id: u16, h: &Half) -> Result<()> {
-        let half = self.working_half(id);
-        self.nvm_write(self.layout.half_at(id, half), &h.encode(id))?;
-        self.ram.id_wdone.set(id.into(), true);
-        self.epoch_written = true;
-        Ok(())
+    /// The slot the working epoch writes `id`'s bytes to (never the committed one).
+    pub(crate) fn working_slot(&self, id: u16) -> u8 {
+        1 - u8::from(self.ram.id_cslot.get(id.into()))
     }
 
-    /// The current description of the live object `id`: the 8 description bytes of its
-    /// current half (2 SPI words; the RAM bits say which half, so the pair is not read).
-    fn read_desc(&mut self, id: u16) -> Result<Half> {
+    /// The slot holding `id`'s current bytes on NVM.
+    pub(crate) fn current_slot(&self, id: u16) -> u8 {
+        let c = u8::from(self.ram.id_cslot.get(id.into()));
+        if self.ram.id_sdone.get(id.into()) {
+            1 - c
+        } else {
+            c
+        }
+    }
+
+    /// The encoded working half `h` of `id` and where it goes; records that it is now
+    /// current and written (the caller writes it, directly or through a [`Run`]).
+    pub(crate) fn working_half_write(&mut self, id: u16, h: &Half) -> (u32, [u8; 16]) {
+        self.ram.id_hdone.set(id.into(), true);
+        self.ram.id_ddirty.set(id.into(), false);
+        self.epoch_written = true;
+        (self.layout.half_at(id, self.working_half(id)), h.encode(id))
+    }
+
+    fn write_half(&mut self, id: u16, h: &Half) -> Result<()> {
+        let (at, b) = self.working_half_write(id, h);
+        self.nvm_write(at, &b)
+    }
+
+    /// The current description of the live object `id` from NVM: the 8 description
+    /// bytes of its current half (2 SPI words; the RAM bits say which half).
+    fn read_desc(&mut self, id: u16) -> Result<Desc> {
         let at = self.layout.half_at(id, self.current_half(id));
         let mut b = [0u8; DESC_BYTES];
         self.nvm_read(at + DESC_OFFSET, &mut b)?;
-        let epoch = if self.wrote_working(id) {
-            self.working()
-        } else {
-            self.committed
-        };
-        let h = Half::decode_desc(epoch, &b);
+        let h = Half::decode_desc(0, &b);
         let bad = |what| Err(HeapError::CorruptMetadata { at, what });
         if !h.live() || h.len == 0 || h.flags & !flag::ALL != 0 {
             return bad("a live id's current entry is not a live object");
@@ -947,86 +1106,111 @@ impl<S: Nvm> Inner<S> {
         {
             return bad("entry points past the data area");
         }
-        Ok(h)
+        Ok(Desc {
+            block: h.block as u16,
+            len: h.len,
+            tag: h.tag,
+            flags: h.flags & !flag::LIVE,
+        })
     }
 
-    /// The live working-epoch description of `id`, if it may get a new handle.
-    fn claimable(&mut self, id: u16) -> Result<Half> {
+    /// The description of the live object `id`: from the split heap's table, from the
+    /// cache header of an object created in this epoch, or read from NVM.
+    pub(crate) fn describe(&mut self, id: u16) -> Result<Desc> {
+        if self.split() {
+            return Ok(self.table_desc(id));
+        }
+        if let Some(u) = self.find_resident(id, u16::MAX) {
+            if let Some(d) = self.long_desc(u) {
+                return Ok(d);
+            }
+        }
+        if self.ram.id_ddirty.get(id.into()) {
+            return Err(HeapError::CorruptMetadata {
+                at: self.layout.pair_at(id),
+                what: "an object created in this epoch is neither cached nor written",
+            });
+        }
+        self.read_desc(id)
+    }
+
+    /// The description of `id`, if it may get a new handle.
+    fn claimable(&mut self, id: u16) -> Result<Desc> {
         if id >= self.layout.max_objects || !self.ram.id_live.get(id.into()) {
             return Err(HeapError::NoSuchObject { id });
         }
         if self.ram.id_held.get(id.into()) {
             return Err(HeapError::AlreadyHeld { id });
         }
-        self.read_desc(id)
+        self.describe(id)
     }
 
-    fn check_fits(&self, len: u16, align: usize) -> Result<()> {
-        if self.units_for(len, align) > self.ram.units {
+    fn check_fits(&self, len: u16) -> Result<()> {
+        if self.units_for(len, false) > self.ram.units {
             return Err(HeapError::ObjectTooLarge {
                 size: len.into(),
-                limit: self.ram.units as usize * UNIT - data_offset(align),
+                limit: self.ram.units as usize * UNIT - self.units_for(0, false) as usize * UNIT,
             });
         }
         Ok(())
     }
 
-    /// The first of `n` consecutive free ids.
+    /// The first of `n` consecutive free ids. A persisted object freed in this epoch
+    /// whose dead half is not written yet keeps its id until the commit: an object
+    /// created there and freed again would otherwise leave the committed description
+    /// current (it writes a dead half only if its own half was written).
     fn free_ids(&self, n: u16) -> Result<u16> {
-        let mut run = 0u16;
-        for id in 0..self.layout.max_objects {
-            self.step(1);
-            if self.ram.id_live.get(id.into()) || self.ram.id_held.get(id.into()) {
-                run = 0;
-            } else {
-                run += 1;
-                if run == n {
-                    return Ok(id + 1 - n);
-                }
-            }
-        }
-        Err(HeapError::OutOfIds)
+        let r = &self.ram;
+        let taken =
+            |i| r.id_live.word(i) | r.id_held.word(i) | (r.id_ddirty.word(i) & !r.id_hdone.word(i));
+        let (found, steps) = find_clear_run(self.layout.max_objects.into(), n.into(), taken);
+        self.step(steps);
+        found.map(|id| id as u16).ok_or(HeapError::OutOfIds)
     }
 
     /// The first of `n` consecutive free NVM blocks. Blocks freed in the working epoch
     /// stay used until the commit, so the committed state's bytes are never reused early.
-    fn free_blocks(&self, n: u32) -> Result<u32> {
+    fn free_blocks(&self, n: u32) -> Result<u16> {
         let (found, steps) = self.ram.block_used.find_clear_run(n);
         self.step(steps);
-        found.ok_or(HeapError::NvmFull { needed_blocks: n })
+        found
+            .map(|b| b as u16)
+            .ok_or(HeapError::NvmFull { needed_blocks: n })
     }
 
-    /// Writes a new object (`count` copies of `elem`) into slot 0 of `block` and its entry
-    /// into the working half of `id`. Neither is referenced by the committed state.
-    #[allow(clippy::too_many_arguments)]
-    fn create(
-        &mut self,
-        id: u16,
-        block: u32,
-        len: u16,
-        tag: u16,
-        flags: u8,
-        elem: &[u8],
-        count: u32,
-    ) -> Result<()> {
-        let w = self.working();
-        let at = self.layout.slot_at(block, len, 0);
+    /// Creates object `id` with description `d`, holding `count` copies of `elem`, in
+    /// the working epoch: in the cache, dirty, if it can take it (within the dirty
+    /// limit, evicting as a load would), else written through (its bytes to its working
+    /// slot, then its description). Returns its cache unit or `u16::MAX`.
+    fn create(&mut self, id: u16, d: Desc, elem: &[u8], count: u32) -> Result<u16> {
+        let i = u32::from(id);
+        if self.ram.id_ddirty.get(i) {
+            // A free of this epoch waiting for its dead half: the new description takes
+            // its place (and its count in the dirty bytes).
+            self.dirty_bytes = self.dirty_bytes.saturating_sub(Config::DIRTY_OVERHEAD);
+        }
+        self.ram.id_live.set(i, true);
+        self.ram.id_new.set(i, true);
+        self.ram.id_ddirty.set(i, true);
+        self.ram
+            .block_used
+            .set_range(d.block.into(), blocks_for(d.len), true);
+        if self.split() {
+            self.set_table_desc(id, d);
+        }
+        if let Some(u) = self.cache_new(d.obj(id), d, elem, count)? {
+            return Ok(u as u16);
+        }
+        let at = self.layout.slot_at(d.block, self.working_slot(id));
         self.write_repeated(at, elem, count)?;
-        let h = Half {
-            epoch: w,
-            block,
-            flags: flags | flag::LIVE,
-            len,
-            tag,
-        };
-        self.write_working(id, &h)?;
-        self.ram.block_used.set_range(block, blocks_for(len), true);
-        self.ram.id_live.set(id.into(), true);
-        Ok(())
+        self.ram.id_sdone.set(i, true);
+        self.write_half(id, &d.half(self.working()))?;
+        Ok(u16::MAX)
     }
 
     /// Writes `count` copies of `elem` from `at` on, in stores of up to 64 bytes.
     fn write_repeated(&mut self, at: u32, elem: &[u8], count: u32) -> Result<()> {
+        self.epoch_written = true;
         if count == 1 || elem.len() > 32 {
             for i in 0..count {
                 self.nvm_write(at + i * elem.len() as u32, elem)?;
@@ -1048,498 +1232,161 @@ impl<S: Nvm> Inner<S> {
         Ok(())
     }
 
-    /// Frees `id` in the working epoch: drops it from the cache and writes a dead
-    /// working half. Its blocks stay used until the commit (pending).
-    fn free_one(&mut self, id: u16) -> Result<()> {
-        if id >= self.layout.max_objects || !self.ram.id_live.get(id.into()) {
+    /// Frees the live object `o` in the working epoch: drops it from the cache; an
+    /// object created in this epoch gives its blocks back at once and needs a dead half
+    /// only if its description was written, a persisted one keeps its blocks until the
+    /// commit (pending) and always needs one. The dead half waits for the persist if the
+    /// dirty limit has room for it, else it is written now.
+    fn free_one(&mut self, o: Obj) -> Result<()> {
+        let id = o.id;
+        let i = u32::from(id);
+        if id >= self.layout.max_objects || !self.ram.id_live.get(i) {
             return Ok(());
         }
-        let cur = self.read_desc(id)?;
-        let w = self.working();
-        let resident = self.find_resident(id, u16::MAX);
-        if resident.is_some_and(|u| state::pinned(self.state(u))) {
-            // Only raw pins can be left on an object whose handle is freed.
-            return Err(HeapError::Borrowed { id });
-        }
-        if let Some(u) = resident {
-            if self.state(u) & state::DIRTY != 0 {
+        if let Some(u) = self.find_resident(id, u16::MAX) {
+            let s = self.state(u);
+            if state::pinned(s) {
+                // Only raw pins can be left on an object whose handle is freed.
+                return Err(HeapError::Borrowed { id });
+            }
+            if s & state::DIRTY != 0 {
                 self.dirty_bytes = self
                     .dirty_bytes
-                    .saturating_sub(u32::from(cur.len) + Config::DIRTY_OVERHEAD);
+                    .saturating_sub(u32::from(o.len) + Config::DIRTY_OVERHEAD);
             }
             self.drop_resident(u);
         }
-        let dead = Half {
-            epoch: w,
-            flags: cur.flags & !flag::LIVE,
-            ..cur
-        };
-        self.write_working(id, &dead)?;
-        self.ram
-            .block_pending
-            .set_range(cur.block, blocks_for(cur.len), true);
-        self.ram.id_live.set(id.into(), false);
-        Ok(())
-    }
-
-    // ---- the cache arena ----
-
-    fn unit_ptr(&self, u: u32) -> *mut u8 {
-        // SAFETY: callers pass `u < units`, so the offset stays inside the arena.
-        unsafe { self.ram.arena.add(u as usize * UNIT) }
-    }
-
-    /// Whether the headers live in the metadata buffer (a split heap).
-    fn split(&self) -> bool {
-        !self.ram.headers.is_null()
-    }
-
-    /// Cache units an object of `len` bytes needs (with its header unless split).
-    fn units_for(&self, len: u16, align: usize) -> u32 {
-        let header = if self.split() { 0 } else { data_offset(align) };
-        (header + usize::from(len)).div_ceil(UNIT) as u32
-    }
-
-    /// Where the id of the object starting at unit `u` is kept.
-    fn id_ptr(&self, u: u32) -> *mut u16 {
-        if self.split() {
-            // SAFETY: callers pass `u < units`; the header table has two u16 per unit.
-            return unsafe { self.ram.headers.add(2 * u as usize) };
-        }
-        self.unit_ptr(u).cast::<u16>()
-    }
-
-    fn header_id(&self, u: u32) -> u16 {
-        // SAFETY: a resident object's header is at its (8-aligned) start unit, or in the
-        // split heap's table; accessed only through raw pointers.
-        unsafe { self.id_ptr(u).read() }
-    }
-
-    fn state_ptr(&self, u: u32) -> *mut u16 {
-        // SAFETY: the state word follows the id (bytes 2..4 of the header), inside the
-        // unit or the table entry.
-        unsafe { self.id_ptr(u).add(1) }
-    }
-
-    fn state(&self, u: u32) -> u16 {
-        // SAFETY: see `state_ptr`; the state word is 2-aligned and initialized by `place`.
-        unsafe { self.state_ptr(u).read() }
-    }
-
-    fn set_state(&self, u: u32, s: u16) {
-        // SAFETY: see `state`.
-        unsafe { self.state_ptr(u).write(s) }
-    }
-
-    fn data_ptr(&self, u: u32) -> *mut u8 {
-        if self.split() {
-            return self.unit_ptr(u);
-        }
-        let off = if self.state(u) & state::OFF8 != 0 {
-            8
+        let blocks = blocks_for(o.len);
+        let dead_needed = if self.ram.id_new.get(i) {
+            self.ram.block_used.set_range(o.block.into(), blocks, false);
+            self.ram.id_hdone.get(i)
         } else {
-            4
+            self.ram
+                .block_pending
+                .set_range(o.block.into(), blocks, true);
+            true
         };
-        // SAFETY: the object's bytes follow its header inside its units.
-        unsafe { self.unit_ptr(u).add(off) }
-    }
-
-    /// First unit after the object starting at `u`.
-    fn extent_end(&self, u: u32) -> u32 {
-        let mut e = u + 1;
-        while e < self.ram.units && self.ram.unit_used.get(e) && !self.ram.unit_start.get(e) {
-            e += 1;
-        }
-        self.step(e - u);
-        e
-    }
-
-    /// Whether the object at `u` is write-pinned by a raw pin (split heaps only).
-    fn raw_mut(&self, u: u32) -> bool {
-        self.split() && self.state(u) & (state::MUT | state::RAW) == state::MUT | state::RAW
-    }
-
-    /// Raw pins need a split heap and an id without a handle.
-    fn raw_check(&self, id: u16) -> Result<()> {
-        if !self.split() {
-            return Err(HeapError::BadConfig {
-                reason: "raw pins need a split heap",
-            });
-        }
-        if self.ram.id_held.get(id.into()) {
-            return Err(HeapError::AlreadyHeld { id });
+        self.ram.id_live.set(i, false);
+        self.ram.id_new.set(i, false);
+        self.ram.id_ddirty.set(i, dead_needed);
+        if dead_needed {
+            if self.dirty_bytes + Config::DIRTY_OVERHEAD <= self.config.max_dirty_bytes {
+                self.dirty_bytes += Config::DIRTY_OVERHEAD;
+            } else {
+                self.write_half(id, &Half::dead(self.working()))?;
+            }
         }
         Ok(())
     }
 
-    fn find_resident(&self, id: u16, hint: u16) -> Option<u32> {
-        let h = u32::from(hint);
-        if h < self.ram.units && self.ram.unit_start.get(h) && self.header_id(h) == id {
-            return Some(h);
-        }
-        let found =
-            (0..self.ram.units).find(|&u| self.ram.unit_start.get(u) && self.header_id(u) == id);
-        self.step(found.map_or(self.ram.units, |u| u + 1));
-        found
-    }
-
-    /// Writes the header of a new resident object at `u` and claims its units.
-    fn place(&mut self, u: u32, id: u16, len: u16, align: usize) {
-        // SAFETY: `u` starts a free run of `self.units_for(len, align)` units (the caller got it
-        // from `make_room` or `find_clear_run`), so the header lies in unreferenced memory.
-        unsafe { self.id_ptr(u).write(id) };
-        let off8 = align > 4 && !self.split();
-        self.set_state(u, if off8 { state::OFF8 } else { 0 });
-        self.ram
-            .unit_used
-            .set_range(u, self.units_for(len, align), true);
-        self.ram.unit_start.set(u, true);
-    }
-
-    fn drop_resident(&mut self, u: u32) {
-        let end = self.extent_end(u);
-        self.ram.unit_used.set_range(u, end - u, false);
-        self.ram.unit_start.set(u, false);
-    }
-
-    /// Caches a freshly allocated object if a free gap exists (never evicts); returns its
-    /// unit or `u16::MAX`.
-    fn cache_fresh(&mut self, id: u16, len: u16, align: usize, bytes: &[u8]) -> u16 {
-        let (found, steps) = self
-            .ram
-            .unit_used
-            .find_clear_run(self.units_for(len, align));
-        self.step(steps);
-        let Some(u) = found else {
-            return u16::MAX;
-        };
-        self.place(u, id, len, align);
-        // SAFETY: the units were free, so nothing references them; `bytes` has `len` bytes
-        // and the object's units hold `data_offset + len` bytes.
-        unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.data_ptr(u), bytes.len()) };
-        u as u16
-    }
-
-    /// Finds `need` consecutive units, evicting unpinned objects (clean ones first) and
-    /// writing back dirty ones. Pinned objects are never touched.
-    fn make_room(&mut self, need: u32) -> Result<u32> {
-        let (found, steps) = self.ram.unit_used.find_clear_run(need);
-        self.step(steps);
-        if let Some(u) = found {
-            return Ok(u);
-        }
-        for allow_dirty in [false, true] {
-            let mut p = 0;
-            'window: while p + need <= self.ram.units {
-                // `p` is always free or the start of an object.
-                let mut u = p;
-                while u < p + need {
-                    self.step(1);
-                    if !self.ram.unit_used.get(u) {
-                        u += 1;
-                        continue;
-                    }
-                    let s = self.state(u);
-                    let end = self.extent_end(u);
-                    if state::pinned(s) || (!allow_dirty && s & state::DIRTY != 0) {
-                        p = end;
-                        continue 'window;
-                    }
-                    u = end;
-                }
-                let mut u = p;
-                while u < p + need {
-                    self.step(1);
-                    if self.ram.unit_start.get(u) {
-                        let end = self.extent_end(u);
-                        self.evict(u)?;
-                        u = end;
-                    } else {
-                        u += 1;
-                    }
-                }
-                return Ok(p);
+    /// Writes the dead halves of every freed id still waiting for one (through `run`).
+    /// Scans the id bitmaps word by word.
+    pub(crate) fn write_pending_frees(&mut self, run: &mut Run) -> Result<()> {
+        let words = self.ram.id_ddirty.words();
+        self.step(words);
+        for wi in 0..words {
+            let mut w = self.ram.id_ddirty.word(wi) & !self.ram.id_live.word(wi);
+            while w != 0 {
+                let id = (wi * 32 + w.trailing_zeros()) as u16;
+                w &= w - 1;
+                let (at, b) = self.working_half_write(id, &Half::dead(self.working()));
+                run.add(self, at, &b)?;
+                self.dirty_bytes = self.dirty_bytes.saturating_sub(Config::DIRTY_OVERHEAD);
             }
         }
-        Err(HeapError::CacheFull {
-            needed: need as usize * UNIT,
-        })
-    }
-
-    fn evict(&mut self, u: u32) -> Result<()> {
-        if self.state(u) & state::DIRTY != 0 {
-            self.write_back(u)?;
-        }
-        self.drop_resident(u);
         Ok(())
     }
 
-    /// Loads `id` into the cache and returns its unit.
-    fn load(&mut self, id: u16, len: u16, align: usize) -> Result<u32> {
-        if id >= self.layout.max_objects || !self.ram.id_live.get(id.into()) {
-            return Err(HeapError::NoSuchObject { id });
+    /// Writes the commit record copy `copy` for epoch `epoch`: the fixed part, the slot
+    /// bitmap as it stands after the working epoch (`cslot ^ sdone`) and the checksum,
+    /// front to back in writes of up to [`Run`]'s size. Scan steps: two per bitmap word
+    /// (checksum, write).
+    fn write_record(&mut self, copy: u8, epoch: u32) -> Result<()> {
+        let (c, s) = (self.ram.id_cslot, self.ram.id_sdone);
+        let words = c.words();
+        debug_assert_eq!(words * 4, bitmap_bytes(self.layout.max_objects));
+        let fixed = Header {
+            version: FORMAT_VERSION,
+            max_objects: self.layout.max_objects,
+            epoch,
+            data_bytes: self.layout.data_bytes,
         }
-        let h = self.read_desc(id)?;
-        if h.len != len {
-            return Err(HeapError::TypeMismatch { id });
+        .encode();
+        let crc = record_crc(&fixed, (0..words).map(|i| c.word(i) ^ s.word(i)));
+        let at = self.layout.header_at(copy);
+        let words_at = at + RECORD_FIXED as u32;
+        let mut run = Run::new();
+        run.add(self, at, &fixed)?;
+        for i in 0..words {
+            let w = (c.word(i) ^ s.word(i)).to_le_bytes();
+            run.add(self, words_at + 4 * i, &w)?;
         }
-        let u = self.make_room(self.units_for(len, align))?;
-        let at = self.layout.slot_at(h.block, h.len, h.slot());
-        // SAFETY: `make_room` returned free units, unreferenced by any guard, large enough
-        // for the header (unless split) and `len` bytes.
-        let header = if self.split() { 0 } else { data_offset(align) };
-        let dst = unsafe { self.unit_ptr(u).add(header) };
-        // SAFETY: `dst..dst + len` lies in those units; the arena bytes are initialized.
-        let buf = unsafe { slice::from_raw_parts_mut(dst, len.into()) };
-        self.nvm_read(at, buf)?;
-        self.place(u, id, len, align);
-        Ok(u)
-    }
-
-    /// Gives `id` room in the cache without reading it (its bytes are about to be
-    /// replaced whole) and returns its unit. Reads nothing from NVM: the id is live
-    /// (checked in RAM) and its length is that of the handle's type.
-    fn make_room_for_overwrite(&mut self, id: u16, len: u16, align: usize) -> Result<u32> {
-        if id >= self.layout.max_objects || !self.ram.id_live.get(id.into()) {
-            return Err(HeapError::NoSuchObject { id });
-        }
-        let u = self.make_room(self.units_for(len, align))?;
-        self.place(u, id, len, align);
-        Ok(u)
-    }
-
-    /// Writes the dirty object at `u` to the working slot and half of its id (never the
-    /// committed ones) and marks it clean.
-    ///
-    /// Storage: 1 read of the 8-byte description of the current half (the RAM bits say
-    /// which half), 1 write of the bytes and, the first time in an epoch, 1 write of the
-    /// working half.
-    fn write_back(&mut self, u: u32) -> Result<u32> {
-        let id = self.header_id(u);
-        if id >= self.layout.max_objects || !self.ram.id_live.get(id.into()) {
-            return Err(HeapError::CorruptMetadata {
-                at: self.layout.pair_at(id.min(self.layout.max_objects - 1)),
-                what: "a resident object has no live entry",
-            });
-        }
-        let cur = self.read_desc(id)?;
-        let w = self.working();
-        // The object's bytes reach past the arena only if the description is corrupt;
-        // refuse rather than read outside the cache.
-        let off = (self.data_ptr(u) as usize) - (self.unit_ptr(u) as usize);
-        let end = u as usize * UNIT + off + usize::from(cur.len);
-        if end > self.ram.units as usize * UNIT {
-            return Err(HeapError::CorruptMetadata {
-                at: self.layout.half_at(id, self.current_half(id)),
-                what: "entry length does not match the resident object",
-            });
-        }
-        // The committed bytes of this object stay untouched. If the working half is
-        // already written, it names a slot that holds no committed bytes (the other one,
-        // or slot 0 of blocks allocated in this epoch): write that slot again, and the
-        // half stays as it is. Else the current half is the committed one: write the
-        // other slot and a working half naming it.
-        let done = self.wrote_working(id);
-        let slot = if done { cur.slot() } else { 1 - cur.slot() };
-        let at = self.layout.slot_at(cur.block, cur.len, slot);
-        // SAFETY: the object at `u` is resident with `cur.len` initialized bytes (checked
-        // to lie in the arena) and is not mutably pinned by a guard (callers skip MUT
-        // objects but raw write pins, whose writer is a client in another address space,
-        // stopped while the service persists), so no reference to it exists here.
-        let data = unsafe { slice::from_raw_parts(self.data_ptr(u), cur.len.into()) };
-        self.nvm_write(at, data)?;
-        self.epoch_written = true;
-        if !done {
-            let new = Half {
-                epoch: w,
-                flags: (cur.flags & !flag::SLOT1) | if slot == 1 { flag::SLOT1 } else { 0 },
-                ..cur
-            };
-            self.write_working(id, &new)?;
-        }
-        let s = self.state(u);
-        self.set_state(u, s & !(state::DIRTY | state::REF_MASK));
-        let cost = u32::from(cur.len) + Config::DIRTY_OVERHEAD;
-        self.dirty_bytes = self.dirty_bytes.saturating_sub(cost);
-        Ok(cost)
-    }
-
-    /// Makes room for `cost` more dirty bytes by writing back dirty objects that are not
-    /// mutably pinned, other than the one at `except`.
-    ///
-    /// Victims (see `state::REF`: a 2-bit count of the times an object was made dirty
-    /// again while dirty, since it became dirty or the scan last aged it):
-    /// 1. the object made dirty most recently, if its count is 0: a write not followed
-    ///    by another is the likeliest to be part of a pass over more data than the limit
-    ///    holds, where writing back the newest object keeps the older ones dirty until
-    ///    the pass comes back to them (MRU is what suits a loop);
-    /// 2. then a scan of the cache in address order, always from unit 0: the first lap
-    ///    writes back dirty objects with count 0 and skips the others; each later lap
-    ///    also takes one off every count it passes. A fixed order keeps a stable set of
-    ///    objects dirty under any access pattern (they stay until the scan reaches
-    ///    them), and the counts keep frequently rewritten objects dirty longest.
-    ///
-    /// Bound: `2 + REF_MAX` laps (one without aging, `REF_MAX` to bring every count to
-    /// 0, one more to reach every candidate), so at most `(2 + REF_MAX) * units` units
-    /// visited and one write-back per candidate; it fails only if no candidate is left.
-    fn reserve_dirty(&mut self, cost: u32, except: u32) -> Result<()> {
-        let limit = self.config.max_dirty_bytes;
-        let fits = |d: u32| d.checked_add(cost).is_some_and(|t| t <= limit);
-        if fits(self.dirty_bytes) {
-            return Ok(());
-        }
-        if cost <= limit {
-            let l = self.last_dirtied;
-            if l != except && l < self.ram.units && self.ram.unit_start.get(l) {
-                let s = self.state(l);
-                if s & (state::DIRTY | state::MUT | state::REF_MASK) == state::DIRTY {
-                    let _ = self.write_back(l)?;
-                    if fits(self.dirty_bytes) {
-                        return Ok(());
-                    }
-                }
-            }
-            let units = self.ram.units;
-            for lap in 0..2 + u32::from(state::REF_MAX) {
-                for u in 0..units {
-                    self.step(1);
-                    if u == except || !self.ram.unit_start.get(u) {
-                        continue;
-                    }
-                    let s = self.state(u);
-                    if s & state::DIRTY == 0 || s & state::MUT != 0 {
-                        continue;
-                    }
-                    if s & state::REF_MASK != 0 {
-                        if lap > 0 {
-                            self.set_state(u, s - state::REF);
-                        }
-                        continue;
-                    }
-                    let _ = self.write_back(u)?;
-                    if fits(self.dirty_bytes) {
-                        return Ok(());
-                    }
-                }
-            }
-        }
-        Err(HeapError::DirtyLimitExceeded {
-            needed: cost,
-            dirty: self.dirty_bytes,
-            limit,
-        })
-    }
-
-    /// Makes `id` resident and pins it; returns its bytes and state word.
-    fn pin(
-        &mut self,
-        id: u16,
-        len: u16,
-        align: usize,
-        hint: &Cell<u16>,
-        mode: Mode,
-    ) -> Result<(NonNull<u8>, NonNull<u16>)> {
-        let cost = u32::from(len) + Config::DIRTY_OVERHEAD;
-        let (u, reserved) = match self.find_resident(id, hint.get()) {
-            Some(u) => (u, false),
-            None if mode == Mode::Overwrite => {
-                // Reserve first: a failure then leaves nothing half-placed.
-                self.reserve_dirty(cost, u32::MAX)?;
-                (self.make_room_for_overwrite(id, len, align)?, true)
-            }
-            None => (self.load(id, len, align)?, false),
-        };
-        hint.set(u as u16);
-        let s = self.state(u);
-        match mode {
-            Mode::Read => {
-                if s & state::MUT != 0 || state::readers(s) >= state::MAX_READERS {
-                    return Err(HeapError::Borrowed { id });
-                }
-                self.set_state(u, s + state::READER);
-            }
-            Mode::Write | Mode::Overwrite => {
-                if state::pinned(s) {
-                    return Err(HeapError::Borrowed { id });
-                }
-                let s = if s & state::DIRTY != 0 {
-                    // Dirty again before its write-back: counts towards staying dirty.
-                    if (s & state::REF_MASK) / state::REF < state::REF_MAX {
-                        s + state::REF
-                    } else {
-                        s
-                    }
-                } else {
-                    if !reserved {
-                        self.reserve_dirty(cost, u)?;
-                    }
-                    self.dirty_bytes += cost;
-                    self.last_dirtied = u;
-                    s
-                };
-                self.set_state(u, s | state::DIRTY | state::MUT);
-            }
-        }
-        let data = NonNull::new(self.data_ptr(u)).ok_or(HeapError::Busy)?;
-        let st = NonNull::new(self.state_ptr(u)).ok_or(HeapError::Busy)?;
-        Ok((data, st))
+        run.add(self, words_at + 4 * words, &crc.to_le_bytes())?;
+        self.step(2 * words);
+        run.flush(self)
     }
 
     /// See [`VnvHeap::persist`]. Keep in step with [`wcec_bound`](crate::wcec_bound):
-    /// per dirty object 1 read (the 8-byte description of its current half) and at most
-    /// 2 writes (bytes, entry half); then flush, 1 write (commit record), flush.
-    /// Scan steps: one per cache unit in each of the two passes, then one per word of
-    /// the four bitmaps combined after the commit; `write_back` scans nothing.
+    /// each dirty object's bytes (contiguous ones gathered into one write) and, for one
+    /// created in this epoch, its half; a dead half per free waiting for one; then
+    /// flush, the commit record (fixed part and slot bitmap), flush. Reads nothing.
+    /// Scan steps: one per cache unit, one per unit of each new object whose header is
+    /// shortened (at most one more per unit), one per id bitmap word for the frees, two
+    /// per word for the record, then five whole id-bitmap and two block-bitmap
+    /// operations.
     fn persist(&mut self) -> Result<()> {
         let w = self.working();
         if w == u32::MAX {
             return Err(HeapError::EpochsExhausted);
         }
+        let (mut data, mut descs) = (Run::new(), Run::new());
         self.step(self.ram.units);
-        for u in 0..self.ram.units {
-            if self.ram.unit_start.get(u) && self.state(u) & state::MUT != 0 && !self.raw_mut(u) {
-                return Err(HeapError::MutablyBorrowed {
-                    id: self.header_id(u),
-                });
+        let mut u = 0;
+        while u < self.ram.units {
+            if !self.ram.unit_start.get(u) {
+                u += 1;
+                continue;
             }
-        }
-        self.step(self.ram.units);
-        for u in 0..self.ram.units {
-            if self.ram.unit_start.get(u) && self.state(u) & state::DIRTY != 0 {
-                let cost = self.write_back(u)?;
-                if self.raw_mut(u) {
+            let end = self.extent_end(u);
+            let s = self.state(u);
+            if s & state::DIRTY != 0 {
+                let cost = self.write_object(u, &mut data, &mut descs)?;
+                if s & state::MUT != 0 {
                     // Its writer may change it again after the persist: it stays dirty
                     // (and counted), and the next persist writes it again.
-                    let s = self.state(u);
-                    self.set_state(u, s | state::DIRTY);
+                    let now = self.state(u);
+                    self.set_state(u, now | state::DIRTY);
                     self.dirty_bytes += cost;
                 }
+                self.shorten(u);
             }
+            u = end;
         }
+        self.write_pending_frees(&mut descs)?;
+        data.flush(self)?;
+        descs.flush(self)?;
         if !self.epoch_written {
             return Ok(());
         }
-        self.storage.flush().map_err(|e| self.fail(e))?;
-        let header = Header {
-            version: FORMAT_VERSION,
-            max_objects: self.layout.max_objects,
-            epoch: w,
-            data_bytes: self.layout.data_bytes,
-        };
-        // The other copy: the one holding `G` stays intact if this store is torn.
+        self.nvm_flush()?;
+        // The other copy: the one holding `G` stays intact if this is torn.
         let copy = 1 - self.header_copy;
-        self.nvm_write(self.layout.header_at(copy), &header.encode())?;
-        self.storage.flush().map_err(|e| self.fail(e))?;
+        self.write_record(copy, w)?;
+        self.nvm_flush()?;
         self.committed = w;
         self.header_copy = copy;
         self.epoch_written = false;
-        self.ram.block_used.clear_where(self.ram.block_pending);
-        self.ram.block_pending.clear_all();
-        // Every working half written is now the committed one, so the other half becomes
-        // the working half of the next epoch.
-        self.ram.id_whalf.toggle_where(self.ram.id_wdone);
-        self.ram.id_wdone.clear_all();
-        self.step(2 * self.ram.block_used.words() + 2 * self.ram.id_whalf.words());
+        let r = self.ram;
+        r.block_used.clear_where(r.block_pending);
+        r.block_pending.clear_all();
+        // Every slot and half written is now the committed one, so the other becomes
+        // the working one of the next epoch; nothing is new any more.
+        r.id_cslot.toggle_where(r.id_sdone);
+        r.id_sdone.clear_all();
+        r.id_whalf.toggle_where(r.id_hdone);
+        r.id_hdone.clear_all();
+        r.id_new.clear_all();
+        self.step(5 * r.id_cslot.words() + 2 * r.block_used.words());
         Ok(())
     }
 }

@@ -11,14 +11,27 @@
 //! and never touches a device directly.
 //!
 //! Files: `format.rs` (on-NVM bytes), `config.rs` (configuration, metadata sizes, cost
-//! bound), `heap.rs` (the heap), `handle.rs` (handles and ids), `guard.rs` (guards),
-//! `bits.rs` (RAM bitmaps), `error.rs`. Dependencies point down to `amber-nvm` only.
+//! bound), `heap.rs` (the API, objects' life, open and persist), `cache.rs` (cache
+//! headers, eviction and write-back, gathered writes), `queue.rs` (a FIFO on the
+//! heap), `handle.rs` (handles and ids), `guard.rs` (guards), `bits.rs` (RAM
+//! bitmaps), `error.rs`. Dependencies point down to `amber-nvm` only.
+//!
+//! # What reaches the storage
+//!
+//! A load reads the object's bytes (one read: its location comes with the handle);
+//! a write-back writes its bytes (one write, gathered with neighbours whose copies
+//! follow on NVM), and nothing else unless the object was created since the last
+//! persist, when its description goes with it. [`VnvHeap::alloc`] and
+//! [`VnvHeap::free`] write nothing while the object fits the cache: a new object is a
+//! dirty one, and a free leaves its dead description for the persist. Persist writes
+//! the dirty objects, those descriptions and the commit record (with the bitmap of
+//! which copy of each object is current), and reads nothing.
 //!
 //! # Split heaps, for a heap service
 //!
-//! [`VnvHeap::new_split`] and [`VnvHeap::open_split`] take the RAM metadata (bitmaps and
-//! a 4-byte id/state header per 8-byte arena unit, [`Config::split_metadata_bytes`]) in
-//! a buffer of its own, and an arena that holds object bytes only, so that the arena
+//! [`VnvHeap::new_split`] and [`VnvHeap::open_split`] take the RAM metadata (bitmaps, a
+//! 4-byte id/state header per 8-byte arena unit and an 8-byte description per id,
+//! [`Config::split_metadata_bytes`]) in a buffer of its own, and an arena that holds object bytes only, so that the arena
 //! can be memory shared with a client that writes it. A service pins objects by id
 //! ([`VnvHeap::pin`], [`VnvHeap::unpin`]) and hands out their offsets in the arena;
 //! persist writes write-pinned objects too; after the metadata was restored and the
@@ -36,21 +49,24 @@
 #![cfg_attr(not(test), no_std)]
 
 mod bits;
+mod cache;
 mod config;
 mod error;
 pub mod format;
 mod guard;
 mod handle;
 mod heap;
+mod queue;
 
 pub use config::{
     wcec_bound, Config, CostModel, MetadataCost, WcecBound, CYCLES_PER_SCAN_STEP, METADATA,
-    SPLIT_BYTES_PER_UNIT,
+    SPLIT_BYTES_PER_ID, SPLIT_BYTES_PER_UNIT,
 };
 pub use error::HeapError;
 pub use guard::{Ref, RefMut};
 pub use handle::{ArrayHandle, Handle, ObjectId};
 pub use heap::VnvHeap;
+pub use queue::Queue;
 
 /// Result of heap operations.
 pub type Result<T> = core::result::Result<T, HeapError>;

@@ -30,6 +30,12 @@ enum Op {
     Write(usize, u32),
     /// Hold a read guard on one object while writing another.
     ReadWhileWriting(usize, usize, u32),
+    /// Write an object back now (`flush`), or write it back and drop it (`unload`).
+    Flush(usize),
+    Unload(usize),
+    /// Persist while a write guard on a small object is held: the value written before
+    /// the persist is persisted, the one written after it is not.
+    PersistHolding(usize, u32),
     Persist,
     Reopen,
 }
@@ -41,6 +47,9 @@ fn op() -> impl Strategy<Value = Op> {
         3 => any::<usize>().prop_map(Op::Read),
         4 => (any::<usize>(), any::<u32>()).prop_map(|(i, v)| Op::Write(i, v)),
         1 => (any::<usize>(), any::<usize>(), any::<u32>()).prop_map(|(i, j, v)| Op::ReadWhileWriting(i, j, v)),
+        1 => any::<usize>().prop_map(Op::Flush),
+        1 => any::<usize>().prop_map(Op::Unload),
+        1 => (any::<usize>(), any::<u32>()).prop_map(|(i, v)| Op::PersistHolding(i, v)),
         2 => Just(Op::Persist),
         1 => Just(Op::Reopen),
     ]
@@ -125,6 +134,32 @@ fn write(heap: &VnvHeap<'_, Counting<VecNvm>>, h: &mut H<'_>, old: &Val, v: u32)
         }
         _ => unreachable!("handles and model values are created together"),
     }
+}
+
+/// Persists, checking its storage traffic and scan steps against `bound`.
+fn persist_checked(
+    heap: &VnvHeap<'_, Counting<VecNvm>>,
+    counts: &std::rc::Rc<std::cell::Cell<Counts>>,
+    bound: &vnv_heap::WcecBound,
+) {
+    let (before, steps) = (counts.get(), heap.scan_steps());
+    heap.persist().unwrap();
+    let c = counts.get().since(before);
+    let steps = heap.scan_steps() - steps;
+    assert!(
+        steps <= bound.scan_steps,
+        "persist took {steps} scan steps, more than the bound's {}",
+        bound.scan_steps
+    );
+    assert!(
+        c.writes <= bound.writes
+            && c.bytes_written <= bound.bytes_written
+            && c.reads <= bound.reads
+            && c.bytes_read <= bound.bytes_read
+            && c.flushes <= bound.flushes
+            && c.fences == 0,
+        "persist cost {c:?} exceeds the bound {bound:?}"
+    );
 }
 
 fn run(config: Config, ops: Vec<Op>) {
@@ -234,25 +269,39 @@ fn run(config: Config, ops: Vec<Op>) {
                     }
                     now.insert(*wid, new);
                 }
+                Op::Flush(i) | Op::Unload(i) if !hs.is_empty() => {
+                    let n = hs.len();
+                    let (id, h) = &hs[i % n];
+                    if let H::Small(h) = h {
+                        if matches!(op, Op::Flush(_)) {
+                            let was = heap.is_resident(h);
+                            heap.flush(h).unwrap();
+                            assert_eq!(heap.is_resident(h), was, "flush keeps it cached");
+                            assert!(!heap.is_dirty(h), "a flushed object is clean");
+                        } else {
+                            heap.unload(h).unwrap();
+                            assert!(!heap.is_resident(h));
+                        }
+                        assert_eq!(Some(&read(&heap, &hs[i % n].1)), now.get(id));
+                    }
+                }
+                Op::PersistHolding(i, v) if !hs.is_empty() => {
+                    let n = hs.len();
+                    let (id, h) = &mut hs[i % n];
+                    if let H::Small(h) = h {
+                        let mut g = heap.get_mut(h).unwrap();
+                        *g = v;
+                        persist_checked(&heap, &counts, &bound);
+                        *g = v ^ 1;
+                        drop(g);
+                        assert!(heap.is_dirty(h), "a held object stays dirty");
+                        now.insert(*id, Val::Small(v));
+                        persisted = now.clone();
+                        now.insert(*id, Val::Small(v ^ 1));
+                    }
+                }
                 Op::Persist => {
-                    let (before, steps) = (counts.get(), heap.scan_steps());
-                    heap.persist().unwrap();
-                    let c = counts.get().since(before);
-                    let steps = heap.scan_steps() - steps;
-                    assert!(
-                        steps <= bound.scan_steps,
-                        "persist took {steps} scan steps, more than the bound's {}",
-                        bound.scan_steps
-                    );
-                    assert!(
-                        c.writes <= bound.writes
-                            && c.bytes_written <= bound.bytes_written
-                            && c.reads <= bound.reads
-                            && c.bytes_read <= bound.bytes_read
-                            && c.flushes <= bound.flushes
-                            && c.fences == 0,
-                        "persist cost {c:?} exceeds the bound {bound:?}"
-                    );
+                    persist_checked(&heap, &counts, &bound);
                     persisted = now.clone();
                 }
                 Op::Reopen => {
@@ -332,9 +381,11 @@ fn a_large_cache_with_one_dirty_object_stays_within_the_bound_in_steps_time_and_
     heap.persist().unwrap();
     let c = counts.get().since(before);
     let steps = heap.scan_steps() - steps;
-    assert_eq!(
-        steps, bound.scan_steps,
-        "persist scans every unit twice and every bitmap word twice, as the bound counts"
+    assert!(
+        steps <= bound.scan_steps && steps > bound.scan_steps / 2,
+        "persist scans every unit and bitmap word ({steps} steps), within the bound's {} \
+         (which also counts moving every unit once)",
+        bound.scan_steps
     );
     assert!(
         steps * m.cpu_per_step_cycles
@@ -352,7 +403,8 @@ fn a_large_cache_with_one_dirty_object_stays_within_the_bound_in_steps_time_and_
 
 #[test]
 fn a_dirty_limit_filled_with_the_smallest_objects_meets_the_bound_exactly() {
-    // 1-byte objects count 17 dirty bytes each: the worst case for operations.
+    // 1-byte objects count 17 dirty bytes each, and objects created since the last
+    // persist write their description too: the worst case for operations.
     let config = Config {
         max_dirty_bytes: 170,
         cache_bytes: 400,
@@ -363,33 +415,29 @@ fn a_dirty_limit_filled_with_the_smallest_objects_meets_the_bound_exactly() {
     let nvm = Counting::new(device(&config));
     let counts = nvm.counts.clone();
     let heap = VnvHeap::new(nvm, &mut cache.0, config).unwrap();
-    let mut hs: Vec<_> = (0..10u8).map(|i| heap.alloc(i).unwrap()).collect();
-    heap.persist().unwrap();
-    for h in hs.iter_mut() {
-        heap.update(h, |v| *v += 1).unwrap();
-    }
+    let format = counts.get();
+    let hs: Vec<_> = (0..10u8).map(|i| heap.alloc(i).unwrap()).collect();
     assert_eq!(heap.dirty_bytes(), 170);
+    assert_eq!(
+        counts.get(),
+        format,
+        "allocations that fit the cache write nothing"
+    );
     let (before, steps) = (counts.get(), heap.scan_steps());
     heap.persist().unwrap();
     let c = counts.get().since(before);
     let steps = heap.scan_steps() - steps;
     assert_eq!(
-        (
-            c.writes,
-            c.bytes_written,
-            c.reads,
-            c.bytes_read,
-            c.flushes,
-            steps
-        ),
+        (c.writes, c.bytes_written, c.reads, c.bytes_read, c.flushes),
         (
             bound.writes,
             bound.bytes_written,
             bound.reads,
             bound.bytes_read,
-            bound.flushes,
-            bound.scan_steps
+            bound.flushes
         ),
-        "this state is the worst case, so the bound must be met exactly (tight, not loose)"
+        "this state is the worst case for storage, so the bound must be met exactly (tight, not loose)"
     );
+    assert!(steps <= bound.scan_steps, "{steps} scan steps");
+    drop(hs);
 }

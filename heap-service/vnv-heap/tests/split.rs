@@ -7,7 +7,7 @@
 use amber_nvm::sim::VecNvm;
 use proptest::prelude::*;
 use std::cell::Cell;
-use vnv_heap::{Config, HeapError, ObjectId, VnvHeap, SPLIT_BYTES_PER_UNIT};
+use vnv_heap::{Config, HeapError, ObjectId, VnvHeap, SPLIT_BYTES_PER_ID, SPLIT_BYTES_PER_UNIT};
 
 const ARENA: u32 = 256;
 
@@ -57,12 +57,16 @@ fn scribble(h: &VnvHeap<'_, VecNvm>, b: u8) {
 }
 
 #[test]
-fn the_metadata_cost_is_the_bitmaps_and_four_bytes_per_unit() {
+fn the_metadata_cost_is_the_bitmaps_four_bytes_per_unit_and_eight_per_id() {
     let c = config();
     let units = ARENA / 8;
     let m = c.split_metadata_bytes(ARENA);
-    assert!(m >= units * SPLIT_BYTES_PER_UNIT);
-    assert!(m < units * SPLIT_BYTES_PER_UNIT + 64);
+    let tables = units * SPLIT_BYTES_PER_UNIT + u32::from(c.max_objects) * SPLIT_BYTES_PER_ID;
+    assert!(m >= tables);
+    assert!(
+        m <= tables + 64,
+        "the bitmaps take 64 bytes here (15 words, rounded to 8)"
+    );
     let (mut meta, mut arena) = buffers(&c);
     let short = &mut bytes(&mut meta)[8..];
     let cfg = Config {

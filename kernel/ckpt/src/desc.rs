@@ -7,15 +7,26 @@
 //! which is all recovery needs to know. Decoding must never trust bytes it cannot
 //! vouch for: anything that fails the CRC or has an impossible field decodes to
 //! [`Copy::Invalid`], never to a copy.
+//!
+//! # Twins
+//!
+//! A *twin* is a second copy of the same bytes and version as the item's designated
+//! copy, in its other slot. The manager writes one right after the commit of the
+//! first checkpoint at which the item is clean, into the slot that held the item's
+//! previous version (which no kept commit uses any more), so that from then on a
+//! corrupt designated copy falls back to its twin and no version is lost. Its state
+//! says "twin", so that recovery can tell it from the previous version, which sits in
+//! the same place until then and must never stand in for the newest one. A twin is
+//! never in the designated slot: the next write of the item overwrites it.
 
 use crate::checksum::Digest;
-use crate::error::Problem;
+use crate::error::{BadField, Problem};
 use crate::layout::{blocks_for, BlockNo, Extent, Layout, DESC_LEN, LEN_BITS, MAX_VERSION};
 use crate::Version;
 
 /// Descriptor state values (bits 38..40 of the place field).
-const STATE_DATA: u32 = 1;
-const STATE_TOMBSTONE: u32 = 2;
+const STATE_COPY: u32 = 1;
+const STATE_TWIN: u32 = 2;
 const STATE_ERASED: u32 = 3;
 
 /// Bytes of a descriptor before its CRC.
@@ -30,31 +41,32 @@ const FIELD_MASK: u64 = (1 << LEN_BITS) - 1;
 /// | offset | size | field                                                        |
 /// |--------|------|--------------------------------------------------------------|
 /// | 0      | 6    | version the copy belongs to, 48 bits (0 for an erased slot)  |
-/// | 6      | 1    | kind byte (data only, else 0)                                |
-/// | 7      | 5    | place, 40 bits: bits 0..19 data length in bytes; bits 19..38 first block of the extent; bits 38..40 state: 1 = data, 2 = tombstone (item deleted), 3 = erased |
+/// | 6      | 1    | kind byte (copies only, else 0)                              |
+/// | 7      | 5    | place, 40 bits: bits 0..19 data length in bytes; bits 19..38 first block of the extent; bits 38..40 state: 1 = copy, 2 = twin (a second copy of the designated one), 3 = erased; 0 is not used |
 /// | 12     | 4    | CRC-32 of the item id (2 bytes), bytes 0..12, and the data   |
 ///
 /// The extent holds `blocks_for(length)` blocks (0 when the length is 0, and then its
-/// first block is 0); tombstones and erased slots have length 0 and no data. The
-/// version bound is [`MAX_VERSION`]; lengths and block numbers are below 2^19
-/// (`layout::MAX_DATA_LEN`, `layout::MAX_BLOCKS`).
+/// first block is 0); erased slots have length 0 and no data. The version bound is
+/// [`MAX_VERSION`]; lengths and block numbers are below 2^19 (`layout::MAX_DATA_LEN`,
+/// `layout::MAX_BLOCKS`). (Format 2 used state 2 for tombstones; format 3 records
+/// deletion in the commit record's live bitmap instead.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Copy {
     /// Never written since the area was formatted: the item had no copy here, ever.
     Empty,
-    /// Deliberately cleared (it held an uncommitted or rolled-back copy): no copy.
+    /// Deliberately cleared (it held an uncommitted, unused or unreadable copy).
     Erased,
     /// Unreadable: torn by a power cut or corrupt.
     Invalid(Problem),
-    /// The item did not exist at `version` (it was deleted then).
-    Tombstone { version: Version },
-    /// The item's bytes at `version`; `crc` seals them with the descriptor.
+    /// The item's bytes at `version`; `crc` seals them with the descriptor. `twin`:
+    /// a second copy of the designated one (see the file documentation).
     Data {
         version: Version,
         kind: u8,
         len: u32,
         extent: Extent,
         crc: u32,
+        twin: bool,
     },
 }
 
@@ -62,7 +74,7 @@ impl Copy {
     /// The version this copy belongs to, if it is a copy.
     pub fn version(&self) -> Option<Version> {
         match *self {
-            Copy::Tombstone { version } | Copy::Data { version, .. } => Some(version),
+            Copy::Data { version, .. } => Some(version),
             _ => None,
         }
     }
@@ -75,9 +87,20 @@ impl Copy {
         }
     }
 
-    /// A data copy of `bytes` for item `id` at `extent`, and its descriptor: the CRC
-    /// is computed once, over the id, the head and `bytes`. `bytes.len()` must be at
-    /// most `MAX_DATA_LEN` and fit the extent.
+    /// Whether the slot holds anything recovery or a checkpoint must look at (not
+    /// empty, not erased).
+    pub fn is_stored(&self) -> bool {
+        !matches!(self, Copy::Empty | Copy::Erased)
+    }
+
+    /// Whether this is a twin.
+    pub fn is_twin(&self) -> bool {
+        matches!(self, Copy::Data { twin: true, .. })
+    }
+
+    /// A copy of `bytes` for item `id` at `extent`, and its descriptor: the CRC is
+    /// computed once, over the id, the head and `bytes`. `bytes.len()` must be at most
+    /// `MAX_DATA_LEN` and fit the extent.
     #[inline]
     pub fn data(
         id: u16,
@@ -85,25 +108,48 @@ impl Copy {
         kind: u8,
         extent: Extent,
         bytes: &[u8],
+        twin: bool,
     ) -> (Copy, [u8; DESC_LEN]) {
+        let sealed: Result<_, core::convert::Infallible> =
+            Copy::sealed(id, version, kind, extent, bytes.len() as u32, twin, |d| {
+                d.update(bytes);
+                Ok(())
+            });
+        match sealed {
+            Ok(c) => c,
+        }
+    }
+
+    /// As [`Copy::data`] for `len` bytes that `feed` puts into the digest (data that
+    /// is copied in pieces, which may fail).
+    pub fn sealed<E>(
+        id: u16,
+        version: Version,
+        kind: u8,
+        extent: Extent,
+        len: u32,
+        twin: bool,
+        feed: impl FnOnce(&mut Digest) -> Result<(), E>,
+    ) -> Result<(Copy, [u8; DESC_LEN]), E> {
         let mut c = Copy::Data {
             version,
             kind,
-            len: bytes.len() as u32,
+            len,
             extent,
             crc: 0,
+            twin,
         };
         let mut b = c.prefixed_head(id);
         let mut d = Digest::new();
         d.update(&b[..2 + HEAD_LEN]);
-        d.update(bytes);
+        feed(&mut d)?;
         let sum = d.finalize();
         if let Copy::Data { crc, .. } = &mut c {
             *crc = sum;
         }
         b.copy_within(2..2 + HEAD_LEN, 0);
         b[HEAD_LEN..].copy_from_slice(&sum.to_le_bytes());
-        (c, b)
+        Ok((c, b))
     }
 
     /// The first 12 bytes of the encoding (zero for `Empty` and `Invalid`).
@@ -122,14 +168,20 @@ impl Copy {
         let (version, kind, state, len, first) = match *self {
             Copy::Empty | Copy::Invalid(_) => return b,
             Copy::Erased => (0, 0, STATE_ERASED, 0, 0),
-            Copy::Tombstone { version } => (version.0, 0, STATE_TOMBSTONE, 0, 0),
             Copy::Data {
                 version,
                 kind,
                 len,
                 extent,
+                twin,
                 ..
-            } => (version.0, kind, STATE_DATA, len, extent.first.0),
+            } => (
+                version.0,
+                kind,
+                if twin { STATE_TWIN } else { STATE_COPY },
+                len,
+                extent.first.0,
+            ),
         };
         b[0..2].copy_from_slice(&id.to_le_bytes());
         b[2..8].copy_from_slice(&version.to_le_bytes()[..6]);
@@ -166,15 +218,15 @@ impl Copy {
         let crc = match *self {
             Copy::Empty | Copy::Invalid(_) => return b,
             Copy::Data { crc, .. } => crc,
-            _ => self.digest(id).finalize(),
+            Copy::Erased => self.digest(id).finalize(),
         };
         b[..HEAD_LEN].copy_from_slice(&self.head());
         b[HEAD_LEN..].copy_from_slice(&crc.to_le_bytes());
         b
     }
 
-    /// Decodes the descriptor `b` of item `id`. For a data copy, `data` must feed the
-    /// `len` bytes at `extent` into the digest (from NVM); it is called only for a
+    /// Decodes the descriptor `b` of item `id`. For a copy, `data` must feed the `len`
+    /// bytes at `extent` into the digest (from NVM); it is called only for a
     /// well-formed extent inside the area.
     pub fn decode<E>(
         b: &[u8; DESC_LEN],
@@ -197,22 +249,19 @@ impl Copy {
         let first = ((place >> LEN_BITS) & FIELD_MASK) as u32;
         let state = (place >> (2 * LEN_BITS)) as u32;
         let stored = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
-        let no_payload = kind == 0 && len == 0 && first == 0;
         let copy = match state {
-            STATE_ERASED if version.0 == 0 && no_payload => Copy::Erased,
-            STATE_ERASED => return bad("an erased slot carries fields"),
-            STATE_TOMBSTONE if version.0 > 0 && no_payload => Copy::Tombstone { version },
-            STATE_TOMBSTONE => return bad("a tombstone carries data or no version"),
-            STATE_DATA => {
+            STATE_ERASED if version.0 == 0 && kind == 0 && len == 0 && first == 0 => Copy::Erased,
+            STATE_ERASED => return bad(BadField::ErasedWithFields),
+            STATE_COPY | STATE_TWIN => {
                 let extent = Extent {
                     first: BlockNo(first),
                     blocks: blocks_for(len as usize) as u32,
                 };
                 if version.0 == 0 {
-                    return bad("a copy tagged version 0");
+                    return bad(BadField::VersionZero);
                 }
                 if !layout.extent_ok(extent) {
-                    return bad("its extent lies outside the extent space or is misaligned");
+                    return bad(BadField::Extent);
                 }
                 Copy::Data {
                     version,
@@ -220,9 +269,10 @@ impl Copy {
                     len,
                     extent,
                     crc: stored,
+                    twin: state == STATE_TWIN,
                 }
             }
-            _ => return bad("unknown state"),
+            _ => return bad(BadField::State),
         };
         debug_assert!(version.0 <= MAX_VERSION);
         let mut d = copy.digest(id);
@@ -256,7 +306,7 @@ mod tests {
         (0..100u8).map(|i| i.wrapping_mul(13)).collect()
     }
 
-    fn data() -> Copy {
+    fn data_as(twin: bool) -> Copy {
         let (c, b) = Copy::data(
             5,
             Version(0x1234_5678_9ABC),
@@ -266,9 +316,14 @@ mod tests {
                 blocks: 4,
             },
             &bytes(),
+            twin,
         );
         assert_eq!(c.encode(5), b, "the descriptor is the copy's encoding");
         c
+    }
+
+    fn data() -> Copy {
+        data_as(false)
     }
 
     /// Decodes `desc` of item `id` with `bytes` as the data on NVM.
@@ -281,27 +336,19 @@ mod tests {
     }
 
     fn copies() -> [Copy; 3] {
-        [
-            data(),
-            Copy::Erased,
-            Copy::Tombstone {
-                version: Version(9),
-            },
-        ]
+        [data(), data_as(true), Copy::Erased]
     }
 
     #[test]
     fn every_kind_of_descriptor_decodes_to_what_was_encoded() {
-        for c in [
-            Copy::Empty,
-            Copy::Erased,
-            Copy::Tombstone {
-                version: Version(3),
-            },
-            data(),
-        ] {
+        for c in [Copy::Empty, Copy::Erased, data(), data_as(true)] {
             assert_eq!(decode(&c.encode(5), 5, &bytes()), c);
         }
+        assert_ne!(
+            data().encode(5),
+            data_as(true).encode(5),
+            "a twin is told from the copy it doubles"
+        );
         assert_eq!(Copy::Empty.encode(5), [0; DESC_LEN], "empty is all zero");
         assert_ne!(Copy::Erased.encode(5), [0; DESC_LEN], "erased is not empty");
         assert!(data().seals(5, &bytes()) && !data().seals(5, &bytes()[1..]));
@@ -324,6 +371,7 @@ mod tests {
                 blocks: 1 << 14,
             },
             &big,
+            false,
         );
         let r: Result<Copy, Infallible> = Copy::decode(&c.encode(1), 1, &l, |d, _, _| {
             d.update(&big);
@@ -405,6 +453,7 @@ mod tests {
                 blocks: 1,
             },
             &[1; 10],
+            false,
         );
         assert!(matches!(
             decode(&c.encode(0), 0, &[1; 10]),
@@ -419,6 +468,7 @@ mod tests {
                 blocks: 4,
             },
             &[1; 100],
+            false,
         );
         assert!(matches!(
             decode(&misaligned.encode(0), 0, &[1; 100]),

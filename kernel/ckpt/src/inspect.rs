@@ -1,15 +1,20 @@
-//! A read-only look at a checkpoint area: what it holds, in lines of text, and every
+//! A read-only look at a checkpoint area: what it holds, in lines of text, what
+//! recovery would do with it (the same `recover::plan` the kernel runs), and every
 //! invariant that fails. Used by the host tool `nvm-inspect`. It must never write.
 //!
-//! Leftovers of a power cut (a torn commit copy, torn or uncommitted copies in slots
-//! the committed state does not use, older copies whose data an interrupted checkpoint
-//! overwrote) are described but are not violations: recovery handles them.
+//! Leftovers of a power cut (a torn commit copy, a torn format marker, torn or
+//! uncommitted copies in slots the committed state does not use, items whose twin a
+//! cut kept from being written) are described but are not violations: recovery
+//! handles them. What no cut can leave (a bad copy the committed state uses, a copy
+//! that contradicts it, overlapping copies, a commit record that recovery stops on)
+//! is a violation.
 
 use crate::desc::Copy;
-use crate::layout::{CommitPayload, Layout};
-use crate::recover::{check_state, classify_other, not_formatted, read_table, OtherSlot};
+use crate::error::Finding;
+use crate::layout::{Layout, COMMIT_SLOT_LEN};
+use crate::recover::{plan, read_marker, Marker, Pick};
 use crate::space::Usage;
-use crate::{Version, MAX_ITEMS};
+use crate::{CkptError, Version, MAX_ITEMS};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -25,9 +30,27 @@ pub struct Inspection {
     pub violations: Vec<String>,
     /// The committed version, when a commit record was found.
     pub committed: Option<Version>,
-    /// Blocks held by every valid copy: committed, older, and (until recovery erases
-    /// them) uncommitted leftovers of a cut.
+    /// The version recovery would resume (below `committed` after a rollback).
+    pub resumes: Option<Version>,
+    /// Blocks held by every copy recovery keeps.
     pub usage: Option<Usage>,
+    /// Where every readable copy lies (for tools that damage images on purpose).
+    pub copies: Vec<CopyPlace>,
+}
+
+/// Where one readable copy lies on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyPlace {
+    pub item: crate::ItemId,
+    pub slot: u8,
+    pub version: Version,
+    pub twin: bool,
+    /// Whether the item is live in the state recovery resumes.
+    pub live: bool,
+    /// Its 16-byte descriptor.
+    pub descriptor: Region,
+    /// Its data (length 0 for an empty item).
+    pub data: Region,
 }
 
 impl Inspection {
@@ -41,16 +64,18 @@ fn describe(c: &Copy) -> String {
         Copy::Empty => "empty".into(),
         Copy::Erased => "erased".into(),
         Copy::Invalid(p) => format!("unreadable ({p})"),
-        Copy::Tombstone { version } => format!("{version} deleted"),
         Copy::Data {
             version,
             kind,
             len,
             extent,
+            twin,
             ..
         } => format!(
-            "{version} kind {kind:#04x}, {len} bytes at block {} ({} blocks)",
-            extent.first.0, extent.blocks
+            "{}{version} kind {kind:#04x}, {len} bytes at block {} ({} blocks)",
+            if twin { "twin of " } else { "" },
+            extent.first.0,
+            extent.blocks
         ),
     }
 }
@@ -65,157 +90,161 @@ pub fn inspect(nvm: &mut impl Nvm, area: Region) -> Inspection {
     out
 }
 
-fn run(nvm: &mut impl Nvm, area: Region, out: &mut Inspection) -> Result<(), crate::CkptError> {
+fn run(nvm: &mut impl Nvm, area: Region, out: &mut Inspection) -> Result<(), CkptError> {
     let layout = Layout::new(area)?;
-    let line = |out: &mut Inspection, s: String| out.lines.push(s);
-    line(
-        out,
-        format!(
-            "checkpoint area at {:#x}, {} bytes: format {}, {} ORoots, {} blocks of {} bytes",
-            area.offset,
-            area.len,
-            crate::layout::CKPT_FORMAT,
-            MAX_ITEMS,
-            layout.blocks,
-            crate::layout::BLOCK
-        ),
-    );
-    if not_formatted(nvm, &layout)? {
-        line(
-            out,
-            "no checkpoint yet (the area was never formatted, or its format was cut short)".into(),
-        );
-        return Ok(());
-    }
+    out.lines.push(format!(
+        "checkpoint area at {:#x}, {} bytes: format {}, {} ORoots, {} blocks of {} bytes",
+        area.offset,
+        area.len,
+        crate::layout::CKPT_FORMAT,
+        MAX_ITEMS,
+        layout.blocks,
+        crate::layout::BLOCK
+    ));
+    out.lines.push(match read_marker(nvm, &layout)? {
+        Marker::Clear => "format marker: clear".into(),
+        Marker::Formatting => "format marker: a format is in progress (it was cut short)".into(),
+        Marker::Damaged => {
+            "format marker: damaged (a marker store torn by a power cut, or corruption); \
+             recovery ignores it"
+                .into()
+        }
+    });
     let record = layout.commit_record();
-    let mut slots = [None, None];
-    for (s, slot) in slots.iter_mut().enumerate() {
-        match record.read_slot(nvm, s as u32)? {
-            Some((seq, payload)) => match CommitPayload::decode(&payload, &layout) {
-                Ok(c) => {
-                    line(
-                        out,
-                        format!("commit copy {s}: seq {seq}, version {}", c.version.0),
-                    );
-                    *slot = Some((seq, c));
-                }
-                Err(e) => out.violations.push(format!("commit copy {s}: {e}")),
-            },
-            None => line(
-                out,
-                format!(
-                    "commit copy {s}: invalid (never written, cleared, or torn by a power cut)"
+    for s in 0..2u32 {
+        let mut raw = [0u8; COMMIT_SLOT_LEN];
+        nvm.read(layout.commit_slot(s).0, &mut raw)?;
+        let text = match record.read_slot(nvm, s)? {
+            Some((seq, payload)) => match crate::layout::CommitPayload::decode(&payload, &layout) {
+                Ok(c) => format!(
+                    "seq {seq}, version {}, {} live items",
+                    c.version.0,
+                    c.live.iter().count()
                 ),
-            ),
-        }
+                Err(e) => format!("seq {seq}: {e}"),
+            },
+            None if raw.iter().all(|&b| b == 0) => "empty (never written, or cleared)".into(),
+            None => "fails its checksum (a commit a power cut tore, or corruption)".into(),
+        };
+        out.lines.push(format!("commit copy {s}: {text}"));
     }
-    let newest = match slots {
-        [Some(a), Some(b)] => {
-            if a.0 == b.0 {
-                out.violations
-                    .push(format!("both commit copies carry sequence number {}", a.0));
-            }
-            let (old, new) = if a.0 < b.0 { (a, b) } else { (b, a) };
-            if old.1.version >= new.1.version {
-                out.violations.push(format!(
-                    "the newer commit copy holds {}, not above the older copy's {}",
-                    new.1.version, old.1.version
-                ));
-            }
-            new.1
+    let plan = match plan(nvm, area) {
+        Ok(p) => p,
+        Err(CkptError::NotFormatted) => {
+            out.lines.push(
+                "no checkpoint yet (the area was never formatted, or its format was cut short)"
+                    .into(),
+            );
+            return Ok(());
         }
-        [Some(a), None] | [None, Some(a)] => a.1,
-        [None, None] => {
-            out.violations
-                .push("neither commit record copy passes its checksum".into());
+        Err(e) => {
+            out.violations.push(format!("recovery stops: {e}"));
             return Ok(());
         }
     };
-    let g = newest.version;
-    out.committed = Some(g);
-    line(out, format!("committed version: {}", g.0));
-    let copies = read_table(nvm, &layout)?;
-    let check = check_state(&layout, &copies, &newest);
-    for b in &check.bad {
-        out.violations.push(format!(
-            "{} slot {} ({}) is part of the committed state but {}",
-            b.item, b.slot, b.version, b.problem
-        ));
+    let report = &plan.report;
+    out.committed = Some(report.committed);
+    out.resumes = Some(report.resumed);
+    out.lines
+        .push(format!("committed version: {}", report.committed.0));
+    out.lines.push(format!(
+        "recovery resumes version {}{}",
+        report.resumed.0,
+        match report.erased_uncommitted {
+            0 => String::new(),
+            n => format!(", erasing {n} uncommitted copies"),
+        }
+    ));
+    for f in &report.findings {
+        let text = format!("recovery: {f}");
+        match f {
+            Finding::RolledBack { .. }
+            | Finding::RepairedFromTwin { .. }
+            | Finding::Contradicts { .. }
+            | Finding::Overlaps { .. } => out.violations.push(text),
+            Finding::FormatMarkerDamaged
+            | Finding::CommitSlotDamaged { .. }
+            | Finding::Cleared { .. } => out.lines.push(text),
+        }
     }
-    let mut space = check.space;
-    let mut items = 0;
-    for (i, slots) in copies.iter().enumerate() {
-        if slots.iter().all(|c| *c == Copy::Empty) {
+    let commit = plan.resumed.commit;
+    let mut live = 0;
+    let mut untwinned = 0;
+    for (i, slots) in plan.copies.iter().enumerate() {
+        let id = i as u16;
+        let is_live = commit.live.contains(id);
+        if !is_live && !slots.iter().any(Copy::is_stored) {
             continue;
         }
-        let id = i as u16;
-        let d = newest.slot_of(id) as usize;
-        let o = 1 - d;
-        let state = match slots[d] {
-            Copy::Data { .. } => {
-                items += 1;
-                "live"
+        let d = commit.slot_of(id) as usize;
+        let pick = plan.resumed.picks[i];
+        let state = if is_live {
+            live += 1;
+            match pick {
+                Pick::Twin(_) => "live (from its twin)",
+                _ => "live",
             }
-            Copy::Tombstone { .. } => "deleted",
-            Copy::Empty => "never committed",
-            _ => "CORRUPT",
+        } else {
+            "not live"
         };
-        line(
-            out,
-            format!("item {id}: {state}, committed copy in slot {d}"),
-        );
-        for s in 0..2 {
-            let mut text = format!("  slot {s}: {}", describe(&slots[s]));
-            if s == o {
-                match classify_other(&slots[o], &slots[d], g) {
-                    OtherSlot::Uncommitted => {
-                        text.push_str(" [uncommitted: recovery erases it]");
-                        // Its blocks were allocated from free space: they must not
-                        // overlap anything either.
-                        if let Some(e) = slots[o].extent() {
-                            if !space.claim(e) {
-                                out.violations.push(format!(
-                                    "item {id} slot {o}: its uncommitted copy overlaps another copy's blocks"
-                                ));
-                            }
-                        }
-                    }
-                    OtherSlot::Contradicts => out.violations.push(format!(
-                        "item {id} slot {o}: an older slot holds a copy not older than the committed one"
-                    )),
-                    OtherSlot::Keep => {
-                        if let Some(e) = slots[o].extent() {
-                            if !space.claim(e) {
-                                out.violations.push(format!(
-                                    "item {id} slot {o}: its data overlaps another copy's blocks"
-                                ));
-                            }
-                        }
-                        if matches!(slots[o], Copy::Invalid(_)) {
-                            text.push_str(
-                                " [torn or overwritten by an interrupted checkpoint, or corrupt; \
-                                 not part of the committed state, no rollback to it]",
-                            );
-                        } else if slots[o].version().is_some() {
-                            text.push_str(" [older copy]");
-                        }
-                    }
-                }
-            } else {
-                text.push_str(" [committed]");
+        out.lines
+            .push(format!("item {id}: {state}, designated slot {d}"));
+        let twinned = is_live && slots[1 - d].is_twin();
+        if is_live && !twinned && !matches!(pick, Pick::Twin(_)) {
+            untwinned += 1;
+        }
+        for (s, c) in slots.iter().enumerate() {
+            if let Copy::Data {
+                version,
+                twin,
+                len,
+                extent,
+                ..
+            } = *c
+            {
+                out.copies.push(CopyPlace {
+                    item: crate::ItemId(id),
+                    slot: s as u8,
+                    version,
+                    twin,
+                    live: is_live,
+                    descriptor: Region {
+                        offset: layout.desc(id, s as u8).0,
+                        len: crate::layout::DESC_LEN as u32,
+                    },
+                    data: Region {
+                        offset: layout.block(extent.first).0,
+                        len,
+                    },
+                });
             }
-            line(out, text);
+            let erased = plan
+                .actions
+                .iter()
+                .any(|&(a, b, _)| a == id && b as usize == s);
+            let tag = if erased {
+                " [recovery erases or rewrites it]"
+            } else if is_live && s == d {
+                " [committed]"
+            } else if c.is_twin() {
+                " [twin]"
+            } else if c.version().is_some() {
+                " [older copy]"
+            } else {
+                ""
+            };
+            out.lines.push(format!("  slot {s}: {}{tag}", describe(c)));
         }
     }
-    let u = space.usage();
-    line(out, format!("live items: {items}"));
-    line(
-        out,
-        format!(
-            "allocator: {} of {} bytes used in {} extents, {} bytes free",
-            u.used_bytes, u.total_bytes, u.extents, u.free_bytes
-        ),
-    );
+    let u = plan.resumed.space.usage();
+    out.lines.push(format!(
+        "live items: {live}, {untwinned} of them without a twin (written in the newest \
+         checkpoint, or a cut came before their twin)"
+    ));
+    out.lines.push(format!(
+        "allocator: {} of {} bytes used in {} extents, {} bytes free",
+        u.used_bytes, u.total_bytes, u.extents, u.free_bytes
+    ));
     out.usage = Some(u);
     Ok(())
 }

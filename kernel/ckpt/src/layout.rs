@@ -1,26 +1,37 @@
 //! The checkpoint area's layout on NVM and the commit record's payload, byte by byte.
 //!
-//! Checkpoint format version [`CKPT_FORMAT`] (2). Offsets are relative to the start of
+//! Checkpoint format version [`CKPT_FORMAT`] (3). Offsets are relative to the start of
 //! the kernel area (`Superblock::kernel_area`); all integers are little-endian; all
 //! checksums are CRC-32/ISO-HDLC (`amber_format::crc32`).
 //!
 //! | offset  | size            | what                                                   |
 //! |---------|-----------------|--------------------------------------------------------|
-//! | 0x0000  | 2 x 60          | commit record: `DualRecord<48>` ([`CommitPayload`])    |
-//! | 0x0078  | 1               | format marker: 0xA5 while `Manager::format` runs, else 0 |
-//! | 0x0079  | 7               | reserved, zero                                         |
-//! | 0x0080  | 128 x 32        | ORoot table: ORoot i = item i, two 16-byte slot descriptors (`desc`) |
-//! | 0x1080  | rest, in blocks | extent space: [`BLOCK`]-byte blocks, buddy-allocated, at most [`MAX_BLOCKS`] |
+//! | 0x0000  | 2 x 76          | commit record: `DualRecord<64>` ([`CommitPayload`])    |
+//! | 0x0098  | 8               | format marker: [`FORMATTING`] while `Manager::format` runs, else zero |
+//! | 0x00A0  | 96              | reserved, zero                                         |
+//! | 0x0100  | 128 x 32        | ORoot table: ORoot i = item i, two 16-byte slot descriptors (`desc`) |
+//! | 0x1100  | rest, in blocks | extent space: [`BLOCK`]-byte blocks, buddy-allocated, at most [`MAX_BLOCKS`] |
 //!
-//! An ORoot (32 bytes at `0x80 + 32 * i`) is slot 0's descriptor followed by slot 1's.
+//! An ORoot (32 bytes at `0x100 + 32 * i`) is slot 0's descriptor followed by slot 1's.
 //! The item's identity is its index; it is not stored but covered by each copy's
 //! checksum, so a descriptor in the wrong ORoot fails it. Its kind is kept per copy, in
 //! the descriptor. An extent is a power-of-two run of blocks aligned to its size (the
 //! buddy invariant), numbered from the start of the extent space. Blocks past
 //! [`MAX_BLOCKS`] (an area above 16 MiB) are not used: a descriptor cannot name them.
 //!
-//! Format 1 had 32-byte descriptors with their own CRC; format 2 halves them so that a
-//! 182-byte Thread record costs 198 bytes of NVM, not 214 (see `desc`).
+//! The format marker is eight bytes, not one, so that no single corrupted byte can
+//! turn a checkpoint into "a format was cut short" (which recovery answers by
+//! formatting): from zero, all eight bytes must change. Eight bytes that are neither
+//! zero nor the marker are a damaged marker (a marker store torn by a power cut, or
+//! corruption), which recovery reports and ignores: a torn marker store at the start
+//! of a format left the old area whole, one at its end left the new one whole.
+//!
+//! Format history: 1 had 32-byte descriptors with their own CRC; 2 halved them (one
+//! CRC over descriptor and data) and had a one-byte marker at 0x78, tombstones for
+//! deleted items and a 48-byte commit payload; 3 adds the live-item bitmap to the
+//! commit record (deletion is a cleared bit, so tombstones are gone), twin copies
+//! (`desc`), and the eight-byte marker. A format 2 area is refused by name
+//! ([`CkptError::FormatMismatch`]); there is no converter (`--format` starts afresh).
 //!
 //! This file must never write to NVM: it only computes where things are and encodes
 //! or decodes the commit payload.
@@ -31,21 +42,26 @@ use crate::{NvmOffset, Version, MAX_ITEMS, META_LEN};
 use amber_format::{crc32, DualRecord, Region};
 
 /// The checkpoint area's format version.
-pub const CKPT_FORMAT: u16 = 2;
+pub const CKPT_FORMAT: u16 = 3;
+/// The format before this one, recognised so that its areas are refused by name.
+pub const CKPT_FORMAT_2: u16 = 2;
 /// Tag in every commit record: `"CK"`.
 pub const CKPT_TAG: [u8; 2] = *b"CK";
 /// Bytes of the commit record's payload.
-pub const COMMIT_PAYLOAD: usize = 48;
+pub const COMMIT_PAYLOAD: usize = 64;
 /// The commit record's type.
 pub type CommitRecord = DualRecord<COMMIT_PAYLOAD>;
 /// Bytes of one commit record slot.
 pub const COMMIT_SLOT_LEN: usize = CommitRecord::SLOT_LEN;
-/// Where the format marker byte lies, relative to the area.
-pub const FORMAT_MARKER_OFFSET: u32 = 0x78;
-/// The format marker's value while a format is in progress (a one-byte store cannot tear).
-pub const FORMATTING: u8 = 0xA5;
+/// Where the format marker lies, relative to the area.
+pub const FORMAT_MARKER_OFFSET: u32 = 0x98;
+/// Bytes of the format marker.
+pub const FORMAT_MARKER_LEN: usize = 8;
+/// The format marker while a format is in progress ("Amber format": all eight bytes
+/// differ from zero, so no single corrupted byte makes it).
+pub const FORMATTING: [u8; FORMAT_MARKER_LEN] = *b"AMBERFMT";
 /// Where the ORoot table starts, relative to the area.
-pub const OROOT_OFFSET: u32 = 0x80;
+pub const OROOT_OFFSET: u32 = 0x100;
 /// Bytes of one slot descriptor.
 pub const DESC_LEN: usize = 16;
 /// Bytes of one ORoot (two descriptors).
@@ -68,9 +84,9 @@ pub const MAX_BLOCKS: u32 = 1 << LEN_BITS;
 pub const MAX_VERSION: u64 = (1 << 48) - 1;
 
 const _: () = assert!(2 * COMMIT_SLOT_LEN as u32 <= FORMAT_MARKER_OFFSET);
-const _: () = assert!(FORMAT_MARKER_OFFSET < OROOT_OFFSET);
+const _: () = assert!(FORMAT_MARKER_OFFSET + FORMAT_MARKER_LEN as u32 <= OROOT_OFFSET);
 const _: () = assert!(EXTENT_OFFSET.is_multiple_of(BLOCK));
-const _: () = assert!(MAX_ITEMS == 128, "the designated-slot bitmap is 16 bytes");
+const _: () = assert!(MAX_ITEMS == 128, "the commit record's bitmaps are 16 bytes");
 
 /// A block number inside the extent space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -209,37 +225,50 @@ impl Layout {
 /// | 0      | 8    | committed version G                                            |
 /// | 8      | 16   | kernel metadata of version G (opaque)                          |
 /// | 24     | 16   | designated-slot bitmap: bit i (byte i/8, bit i%8) = the slot of item i holding its copy at G |
-/// | 40     | 2    | tag `"CK"`                                                     |
-/// | 42     | 2    | checkpoint format version (2)                                  |
-/// | 44     | 4    | layout check: CRC-32 of area offset, area length, MAX_ITEMS, BLOCK, ORoot and extent offsets (u32 each) |
+/// | 40     | 16   | live bitmap: bit i set = item i exists at G (its designated copy is part of G) |
+/// | 56     | 2    | tag `"CK"`                                                     |
+/// | 58     | 2    | checkpoint format version (3)                                  |
+/// | 60     | 4    | layout check: CRC-32 of area offset, area length, MAX_ITEMS, BLOCK, ORoot and extent offsets (u32 each) |
 ///
 /// The `DualRecord` around it adds a sequence number and a CRC (see `amber_format`).
+/// The designated bit of an item that is not live is kept as it was, so that an item
+/// deleted at G still names the slot of its copy at G-1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CommitPayload {
     pub version: Version,
     pub meta: [u8; META_LEN],
     pub designated: ItemSet,
+    pub live: ItemSet,
 }
 
 impl CommitPayload {
+    /// Version 0 with nothing live: a freshly formatted area.
+    pub const EMPTY: CommitPayload = CommitPayload {
+        version: Version(0),
+        meta: [0; META_LEN],
+        designated: ItemSet::EMPTY,
+        live: ItemSet::EMPTY,
+    };
+
     pub fn encode(&self, layout: &Layout) -> [u8; COMMIT_PAYLOAD] {
         let mut b = [0u8; COMMIT_PAYLOAD];
         b[0..8].copy_from_slice(&self.version.0.to_le_bytes());
         b[8..24].copy_from_slice(&self.meta);
         b[24..40].copy_from_slice(&self.designated.to_le_bytes());
-        b[40..42].copy_from_slice(&CKPT_TAG);
-        b[42..44].copy_from_slice(&CKPT_FORMAT.to_le_bytes());
-        b[44..48].copy_from_slice(&layout.check().to_le_bytes());
+        b[40..56].copy_from_slice(&self.live.to_le_bytes());
+        b[56..58].copy_from_slice(&CKPT_TAG);
+        b[58..60].copy_from_slice(&CKPT_FORMAT.to_le_bytes());
+        b[60..64].copy_from_slice(&layout.check().to_le_bytes());
         b
     }
 
     pub fn decode(b: &[u8; COMMIT_PAYLOAD], layout: &Layout) -> Result<Self, CkptError> {
-        let format = u16::from_le_bytes([b[42], b[43]]);
-        let check = u32::from_le_bytes([b[44], b[45], b[46], b[47]]);
+        let format = u16::from_le_bytes([b[58], b[59]]);
+        let check = u32::from_le_bytes([b[60], b[61], b[62], b[63]]);
         let layout_matches = check == layout.check();
-        if b[40..42] != CKPT_TAG || format != CKPT_FORMAT || !layout_matches {
+        if b[56..58] != CKPT_TAG || format != CKPT_FORMAT || !layout_matches {
             return Err(CkptError::FormatMismatch {
-                found_format: if b[40..42] == CKPT_TAG { format } else { 0 },
+                found_format: if b[56..58] == CKPT_TAG { format } else { 0 },
                 layout_matches,
             });
         }
@@ -247,20 +276,40 @@ impl CommitPayload {
         v.copy_from_slice(&b[0..8]);
         let mut meta = [0u8; META_LEN];
         meta.copy_from_slice(&b[8..24]);
-        let mut d = [0u8; MAX_ITEMS / 8];
-        d.copy_from_slice(&b[24..40]);
+        let set = |at: usize| {
+            let mut d = [0u8; MAX_ITEMS / 8];
+            d.copy_from_slice(&b[at..at + MAX_ITEMS / 8]);
+            ItemSet::from_le_bytes(&d)
+        };
         Ok(CommitPayload {
             version: Version(u64::from_le_bytes(v)),
             meta,
-            designated: ItemSet::from_le_bytes(&d),
+            designated: set(24),
+            live: set(40),
         })
     }
 
-    /// The slot holding item `id`'s committed copy.
+    /// The slot holding item `id`'s committed copy (when it is live).
     #[inline]
     pub fn slot_of(&self, id: u16) -> u8 {
         self.designated.contains(id) as u8
     }
+}
+
+/// Whether `slot` holds a format 2 commit record (`DualRecord<48>` at the same base,
+/// its tag at payload offset 40 and its format at 42): such an area is refused by
+/// name rather than called corrupt.
+pub fn holds_format_2(raw: &[u8; 2 * COMMIT_SLOT_LEN]) -> bool {
+    const SLOT2: usize = 60;
+    (0..2).any(|s| {
+        let b = &raw[s * SLOT2..(s + 1) * SLOT2];
+        let seq = u64::from_le_bytes(b[0..8].try_into().unwrap_or([0; 8]));
+        let crc = u32::from_le_bytes(b[56..60].try_into().unwrap_or([0; 4]));
+        seq != 0
+            && crc == crc32(&b[..56])
+            && b[48..50] == CKPT_TAG
+            && u16::from_le_bytes([b[50], b[51]]) == CKPT_FORMAT_2
+    })
 }
 
 #[cfg(test)]
@@ -279,14 +328,15 @@ mod tests {
     fn the_table_of_offsets_is_what_the_code_computes() {
         let l = layout();
         assert_eq!(
-            COMMIT_SLOT_LEN, 60,
-            "commit slot = 8 seq + 48 payload + 4 crc"
+            COMMIT_SLOT_LEN, 76,
+            "commit slot = 8 seq + 64 payload + 4 crc"
         );
-        assert_eq!(EXTENT_OFFSET, 0x1080);
-        assert_eq!(l.desc(0, 0), NvmOffset(0x1000 + 0x80));
-        assert_eq!(l.desc(1, 1), NvmOffset(0x1000 + 0x80 + 32 + 16));
-        assert_eq!(l.block(BlockNo(2)), NvmOffset(0x1000 + 0x1080 + 64));
-        assert_eq!(l.blocks, (64 * 1024 - 0x1080) / 32);
+        assert_eq!(2 * COMMIT_SLOT_LEN as u32, FORMAT_MARKER_OFFSET);
+        assert_eq!(EXTENT_OFFSET, 0x1100);
+        assert_eq!(l.desc(0, 0), NvmOffset(0x1000 + 0x100));
+        assert_eq!(l.desc(1, 1), NvmOffset(0x1000 + 0x100 + 32 + 16));
+        assert_eq!(l.block(BlockNo(2)), NvmOffset(0x1000 + 0x1100 + 64));
+        assert_eq!(l.blocks, (64 * 1024 - 0x1100) / 32);
         let huge = Layout::new(Region {
             offset: 0,
             len: 64 << 20,
@@ -305,6 +355,7 @@ mod tests {
             version: Version(77),
             meta: [9; META_LEN],
             designated: ItemSet([5, 0, 0, 1 << 31]),
+            live: ItemSet([1, 2, 3, 4]),
         };
         assert_eq!(CommitPayload::decode(&p.encode(&l), &l), Ok(p));
         assert_eq!(p.slot_of(127), 1);
@@ -317,18 +368,17 @@ mod tests {
         let l = layout();
         let p = CommitPayload {
             version: Version(1),
-            meta: [0; META_LEN],
-            designated: ItemSet::EMPTY,
+            ..CommitPayload::EMPTY
         };
         let mut other_format = p.encode(&l);
-        other_format[42] = 1;
+        other_format[58] = 2;
         assert_eq!(
             CommitPayload::decode(&other_format, &l),
             Err(CkptError::FormatMismatch {
-                found_format: 1,
+                found_format: 2,
                 layout_matches: true
             }),
-            "a format 1 area must not be read as format 2"
+            "a format 2 payload must not be read as format 3"
         );
         let moved = Layout::new(Region {
             offset: 0x2000,
@@ -338,11 +388,36 @@ mod tests {
         assert_eq!(
             CommitPayload::decode(&p.encode(&l), &moved),
             Err(CkptError::FormatMismatch {
-                found_format: 2,
+                found_format: 3,
                 layout_matches: false
             }),
             "a record written for another area must not be trusted"
         );
+    }
+
+    #[test]
+    fn a_format_2_commit_record_is_recognised_in_either_slot() {
+        // Format 2's DualRecord<48>: seq, payload (tag "CK" and format 2 at 40..44), CRC.
+        let mut slot = [0u8; 60];
+        slot[0] = 7;
+        slot[48..50].copy_from_slice(b"CK");
+        slot[50] = 2;
+        let crc = crc32(&slot[..56]);
+        slot[56..60].copy_from_slice(&crc.to_le_bytes());
+        for at in [0, 60] {
+            let mut raw = [0u8; 2 * COMMIT_SLOT_LEN];
+            raw[at..at + 60].copy_from_slice(&slot);
+            assert!(holds_format_2(&raw), "slot at {at}");
+            raw[at + 20] ^= 1;
+            assert!(
+                !holds_format_2(&raw),
+                "a damaged slot is not a format 2 record"
+            );
+        }
+        let mut raw = [0u8; 2 * COMMIT_SLOT_LEN];
+        let l = layout();
+        raw[8..8 + COMMIT_PAYLOAD].copy_from_slice(&CommitPayload::EMPTY.encode(&l));
+        assert!(!holds_format_2(&raw));
     }
 
     #[test]

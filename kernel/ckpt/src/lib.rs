@@ -11,40 +11,67 @@
 //!
 //! Every item id has an ORoot on NVM with two backup slots; each 16-byte slot
 //! descriptor is tagged with the version it holds and sealed, together with the data
-//! it describes, by one CRC. The commit record ([`amber_format::DualRecord`])
-//! holds the committed version G, the kernel's metadata, and one bit per item saying
-//! which slot holds the item's newest committed copy (the *designated* slot).
-//! Checkpoint N+1 writes each dirty item into its *other* slot, tags it N+1, flushes,
-//! and then commits by writing the commit record (version N+1, flipped bits). A torn
-//! write can therefore only ever hit a slot the committed state does not use, or the
-//! commit record, whose two copies keep the previous one. See [`layout`] for the bytes.
+//! it describes, by one CRC. The commit record ([`amber_format::DualRecord`]) holds
+//! the committed version G, the kernel's metadata, one bit per item saying whether it
+//! exists at G (the *live* bitmap) and one bit per item saying which slot holds its
+//! newest committed copy (the *designated* slot). Checkpoint N+1 writes each dirty
+//! item into its *other* slot, tags it N+1, flushes, and then commits by writing the
+//! commit record (version N+1, flipped bits, the new live set). A torn write can
+//! therefore only ever hit a slot the committed state does not use, or the commit
+//! record, whose two copies keep the previous one. See [`layout`] for the bytes.
 //!
-//! The designated-slot bitmap is what lets recovery tell a torn, uncommitted
-//! descriptor (harmless: it sits in the other slot) from a corrupt committed one (a
-//! checksum failure in the designated slot): without it both look alike.
+//! The bitmaps are what let recovery tell a torn, uncommitted copy (harmless: it sits
+//! in the other slot) from a corrupt committed one (a checksum failure in the
+//! designated slot of a live item), and garbage in the slots of an item that does not
+//! exist from a lost item: without them these look alike.
+//!
+//! # Redundancy: twins, and one version back
+//!
+//! A corrupt byte anywhere in the area must cost at most the newest version, and say
+//! so. A copy written at G has a fallback already: the item's copy at G-1, in its
+//! other slot, which the commit record's other copy (G-1) designates. What has none
+//! is a copy that G and G-1 share, the copy of an item that did not change at G: a
+//! bad byte in it would break both. So right after committing N+1, the checkpoint
+//! writes a *twin* of every item that is clean at N+1 and has none (the same bytes and
+//! version, marked as a twin) into its other slot, which held the item's copy at
+//! N-1 and which neither kept version uses any more. At rest, every live item then
+//! has a twin or was written in the newest checkpoint, and recovery takes a bad
+//! designated copy from its twin (rewriting it; nothing lost) or rolls back to G-1
+//! (version G lost, reported). See `recover` for every case.
+//!
+//! Why twins, not parity or more versions: TreeSLS names multiple versions,
+//! replication and erasure coding as unbuilt future work. More versions do not help
+//! an item that has not changed for many checkpoints: every version has the same one
+//! copy. Parity over a group of extents would need a read-modify-write of the parity
+//! on every checkpoint (as many bytes written as the data, plus reads, and a parity
+//! update that is itself torn by a cut), so it writes no less than a twin and adds a
+//! second crash-consistency protocol. A twin costs no space the two slots did not
+//! already reserve (only items written once, never rewritten, gain an extent), is
+//! written once per version that outlives one checkpoint (an item rewritten every
+//! checkpoint never gets one), after the commit (so a power failure delays the
+//! commit by nothing), and is a plain copy that the existing recovery checks like
+//! any other.
 //!
 //! # Recovery
 //!
-//! Recovery reads G and the bitmap, checks every copy (the CRC over its descriptor and
-//! data, by reading the data), requires every designated copy to be whole, erases
-//! every descriptor tagged above G (it belongs to a checkpoint that never committed,
-//! and the next checkpoint reuses its number), and rebuilds the allocator. It only ever writes slots that the committed state
-//! does not use, so running it again after a cut in the middle is harmless.
-//!
-//! When a designated copy is corrupt, recovery rolls back to the version V held by
-//! the commit record's other copy (normally G-1) if every item's copy at V is still
-//! present and valid, and reports versions (V, G] as lost. Deeper rollbacks are not
-//! attempted: the kernel's metadata (tick base) of older versions is not kept, and
-//! with two slots per item any item written in the last two checkpoints has no copy
-//! of an older state anyway. Otherwise recovery fails with [`CkptError::Corrupt`].
+//! Recovery reads G and the bitmaps, checks every copy (the CRC over its descriptor
+//! and data, by reading the data), requires every live item's designated copy or its
+//! twin to be whole, erases every descriptor tagged above G (it belongs to a
+//! checkpoint that never committed, and the next checkpoint reuses its number) and
+//! every unreadable one no kept state uses, and rebuilds the allocator. Each finding
+//! is reported in words ([`Finding`]). When neither G nor G-1 is whole it fails with
+//! [`CkptError::Corrupt`], naming the bad copy of each; rollback goes back one
+//! version at most, since the kernel's metadata of older versions is not kept.
 //!
 //! # What a checkpoint costs
 //!
 //! Work and NVM bytes in proportion to what changed: for each dirty item its data and
-//! one 16-byte descriptor (a 182-byte Thread record: 198 bytes, 1.088 times), for each
-//! deleted item a descriptor, then the 60-byte commit record. Items are found through
-//! bitmaps (`set::ItemSet`), not by visiting all [`MAX_ITEMS`] ids, and the CRC is the
-//! 16-table one (`checksum`). `kernel/src/ckbench.rs` measures it (issue 4's targets).
+//! one 16-byte descriptor (a 182-byte Thread record: 198 bytes, 1.088 times), then
+//! the 76-byte commit record; after it, for each item clean for the first time, its
+//! twin (its data and a descriptor), and for each item deleted two checkpoints ago,
+//! two erased descriptors. Items are found through bitmaps (`set::ItemSet`), not by
+//! visiting all [`MAX_ITEMS`] ids, and the CRC is the 16-table one (`checksum`).
+//! `kernel/src/ckbench.rs` measures it (issue 4's targets, issue 17's redundancy).
 //!
 //! # Why the allocator is rebuilt, not journaled
 //!
@@ -61,6 +88,7 @@
 
 extern crate alloc;
 
+use alloc::vec::Vec;
 mod checksum;
 mod desc;
 mod error;
@@ -73,8 +101,8 @@ mod space;
 #[cfg(test)]
 mod tests;
 
-pub use error::{CkptError, Problem};
-pub use inspect::{inspect, Inspection};
+pub use error::{BadCopy, BadField, CkptError, Damage, Fallback, Finding, Problem};
+pub use inspect::{inspect, CopyPlace, Inspection};
 pub use manager::Manager;
 pub use space::Usage;
 
@@ -138,18 +166,27 @@ pub struct CheckpointStats {
     pub version: Version,
     /// Items whose bytes were written.
     pub items_written: u32,
-    /// Items deleted (tombstones written).
+    /// Items that are no longer live (nothing is written for them before the commit).
     pub items_deleted: u32,
-    /// Item bytes written.
+    /// Item bytes written before the commit.
     pub data_bytes: u64,
-    /// Every byte stored, including descriptors and the commit record.
+    /// Twins written after the commit (items clean for the first time).
+    pub twins_written: u32,
+    /// Item bytes of those twins.
+    pub twin_bytes: u64,
+    /// Items that should have got a twin and did not (no free extent, or the source's
+    /// bytes did not match the committed copy): they stay without one for now.
+    pub twins_skipped: u32,
+    /// Items live in neither kept version whose slots were erased.
+    pub items_erased: u32,
+    /// Every byte stored, including descriptors, the commit record and twins.
     pub nvm_bytes: u64,
     /// Number of NVM stores issued.
     pub stores: u32,
 }
 
 /// What recovery found and did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
     /// The version the commit record named.
     pub committed: Version,
@@ -161,7 +198,8 @@ pub struct RecoveryReport {
     /// Descriptors erased because they belonged to a checkpoint that never committed
     /// (or to versions lost in a rollback).
     pub erased_uncommitted: u32,
-    /// Copies found corrupt (checksum or structure): the designated copies that forced
-    /// a rollback, and older copies that were erased because they could not be trusted.
-    pub corrupt_copies: u32,
+    /// Everything else recovery found and dealt with, in the order found: damaged
+    /// commit record copies or format marker, a rollback, copies restored from their
+    /// twins, unreadable or contradicting copies erased.
+    pub findings: Vec<Finding>,
 }

@@ -44,6 +44,12 @@ impl ItemSet {
         ItemSet(core::array::from_fn(|w| self.0[w] & !o.0[w]))
     }
 
+    /// The ids in both.
+    #[inline]
+    pub fn and(&self, o: &ItemSet) -> ItemSet {
+        ItemSet(core::array::from_fn(|w| self.0[w] & o.0[w]))
+    }
+
     /// The ids in exactly one of the two.
     #[inline]
     pub fn xor(&self, o: &ItemSet) -> ItemSet {
@@ -105,6 +111,7 @@ mod tests {
         assert_eq!(s.minus(&t).iter().collect::<Vec<_>>(), [0, 32, 64, 127]);
         assert_eq!(s.xor(&t).iter().collect::<Vec<_>>(), [0, 1, 32, 64, 127]);
         assert_eq!(s.union(&t).iter().count(), 6);
+        assert_eq!(s.and(&t).iter().collect::<Vec<_>>(), [31]);
         assert!(ItemSet::EMPTY.is_empty() && !t.is_empty());
     }
 

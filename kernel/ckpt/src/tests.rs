@@ -3,7 +3,10 @@
 
 use crate::desc::Copy;
 use crate::layout::{Layout, DESC_LEN};
-use crate::{inspect, CkptError, ItemId, Manager, Problem, Source, Version, MAX_RECORD};
+use crate::{
+    inspect, BadCopy, CkptError, Damage, Fallback, Finding, ItemId, Manager, Problem, Source,
+    Version, MAX_RECORD,
+};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -140,17 +143,61 @@ fn a_fresh_area_is_version_zero_with_nothing_live() {
     assert_eq!(r.usage().used_bytes, 0);
 }
 
+/// A checkpoint of the committed state with nothing dirty, which writes the twins of
+/// what the last one wrote; its cost.
+fn settle(m: &mut Manager, nvm: &mut VecNvm, meta: u8) -> crate::CheckpointStats {
+    let clean = Model {
+        items: committed_state(m, nvm),
+        dirty: BTreeSet::new(),
+    };
+    m.checkpoint(nvm, &clean, [meta; 16]).unwrap()
+}
+
+#[test]
+fn the_first_clean_checkpoint_of_an_item_writes_its_twin_after_the_commit() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (mut m, _) = three_versions(&mut nvm);
+    // v3 wrote item 1 (300 bytes); item 0 got its twin at v2, the first checkpoint
+    // at which it was clean.
+    assert_eq!(m.untwinned(), 1, "only item 1, written at v3, has no twin");
+    let s = settle(&mut m, &mut nvm, 4);
+    assert_eq!(
+        (s.items_written, s.twins_written, s.twin_bytes),
+        (0, 1, 300)
+    );
+    assert_eq!(
+        s.nvm_bytes,
+        crate::layout::COMMIT_SLOT_LEN as u64 + 300 + DESC_LEN as u64,
+        "the commit record, then the twin's data and descriptor"
+    );
+    assert_eq!(m.untwinned(), 0);
+    let d = m.commit.slot_of(1) as usize;
+    assert!(
+        matches!(
+            m.copies[1][1 - d],
+            Copy::Data {
+                twin: true,
+                version: Version(3),
+                len: 300,
+                ..
+            }
+        ),
+        "the twin holds the v3 copy: {:?}",
+        m.copies[1][1 - d]
+    );
+    let (r, _) = recover(&mut nvm);
+    assert_eq!(r.untwinned(), 0, "recovery finds the twins");
+    assert_eq!(r.usage(), m.usage());
+}
+
 #[test]
 fn an_empty_checkpoint_stores_only_the_commit_record() {
     let mut nvm = VecNvm::new(64 * 1024);
     let (mut m, _) = three_versions(&mut nvm);
-    let clean = Model {
-        items: committed_state(&m, &mut nvm),
-        dirty: BTreeSet::new(),
-    };
-    let s = m.checkpoint(&mut nvm, &clean, [4; 16]).unwrap();
-    assert_eq!(s.version, Version(4));
-    assert_eq!((s.stores, s.items_written, s.items_deleted), (1, 0, 0));
+    settle(&mut m, &mut nvm, 4);
+    let s = settle(&mut m, &mut nvm, 5);
+    assert_eq!(s.version, Version(5));
+    assert_eq!((s.stores, s.items_written, s.twins_written), (1, 0, 0));
     assert_eq!(s.nvm_bytes, crate::layout::COMMIT_SLOT_LEN as u64);
 }
 
@@ -158,17 +205,46 @@ fn an_empty_checkpoint_stores_only_the_commit_record() {
 fn a_dirty_item_costs_its_bytes_plus_one_descriptor() {
     let mut nvm = VecNvm::new(64 * 1024);
     let (mut m, states) = three_versions(&mut nvm);
+    settle(&mut m, &mut nvm, 4);
     let mut model = Model {
         items: states[3].clone(),
         dirty: BTreeSet::new(),
     };
     model.set(0, 1, bytes(5, 40));
-    let s = m.checkpoint(&mut nvm, &model, [4; 16]).unwrap();
+    let s = m.checkpoint(&mut nvm, &model, [5; 16]).unwrap();
     assert_eq!((s.stores, s.items_written, s.data_bytes), (3, 1, 40));
     assert_eq!(
         s.nvm_bytes,
         40 + DESC_LEN as u64 + crate::layout::COMMIT_SLOT_LEN as u64
     );
+}
+
+#[test]
+fn a_deleted_item_costs_nothing_and_its_copies_are_erased_once_no_kept_version_has_it() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (mut m, states) = three_versions(&mut nvm);
+    settle(&mut m, &mut nvm, 4);
+    let mut model = Model {
+        items: states[3].clone(),
+        dirty: BTreeSet::new(),
+    };
+    model.delete(0);
+    let s = m.checkpoint(&mut nvm, &model, [5; 16]).unwrap();
+    assert_eq!((s.stores, s.items_deleted, s.items_erased), (1, 1, 0));
+    assert!(
+        m.copies[0].iter().all(Copy::is_stored),
+        "version 4, the fallback, still has item 0"
+    );
+    let s = m.checkpoint(&mut nvm, &model, [6; 16]).unwrap();
+    assert_eq!(
+        (s.stores, s.items_erased),
+        (3, 1),
+        "commit, then two erasures"
+    );
+    assert_eq!(m.copies[0], [Copy::Erased; 2]);
+    let (r, _) = recover(&mut nvm);
+    assert_eq!(committed_state(&r, &mut nvm), model.state());
+    assert_eq!(r.usage(), m.usage(), "the erased copies' extents are free");
 }
 
 #[test]
@@ -182,12 +258,13 @@ fn a_checkpoint_cut_before_its_commit_leaves_the_previous_version_and_its_descri
     model.set(0, 1, bytes(9, 40));
     model.set(5, 1, bytes(9, 20));
     model.delete(1);
-    // Stores: 0 data, 1 desc, 2 data, 3 desc, 4 tombstone, 5 commit. Cut at the commit.
+    // Stores: 0 data, 1 desc, 2 data, 3 desc, 4 commit (item 1's deletion is in the
+    // commit record). Cut at the commit.
     let mut m = m;
     let mut cut = PowerCut::at(
         nvm,
         Cut {
-            at_store: 5,
+            at_store: 4,
             keep_bytes: 10,
         },
     );
@@ -207,9 +284,24 @@ fn a_checkpoint_cut_before_its_commit_leaves_the_previous_version_and_its_descri
     );
     let (r, report) = recover(&mut nvm);
     assert_eq!(r.committed(), Version(3));
-    assert_eq!(
-        report.erased_uncommitted, 3,
-        "two copies and one tombstone never committed"
+    assert_eq!(report.erased_uncommitted, 2, "two copies never committed");
+    assert!(
+        report.findings.iter().any(|f| matches!(
+            f,
+            Finding::CommitSlotDamaged {
+                resumed: Version(3),
+                ..
+            }
+        )),
+        "the torn commit is reported: {:?}",
+        report.findings
+    );
+    let said = alloc::format!("{}", report.findings[0]);
+    assert!(
+        said.starts_with("commit slot ")
+            && said.contains("fails its checksum")
+            && said.contains("resuming version 3 from slot"),
+        "{said}"
     );
     assert_eq!(committed_state(&r, &mut nvm), states[3]);
     let (_, again) = recover(&mut nvm);
@@ -293,10 +385,17 @@ fn an_item_too_large_for_the_free_space_fails_without_committing_anything() {
     let err = m.checkpoint(&mut nvm, &model, [9; 16]).unwrap_err();
     assert!(matches!(err, CkptError::NoSpace { .. }), "{err}");
     assert_eq!(m.committed(), Version(3));
-    assert_eq!(m.usage(), before, "the failed checkpoint leaked extents");
+    // Item 0's new copy overwrote its twin before the space ran out: undoing it
+    // erases that slot, so the twin's extent is free now (the next checkpoint twins
+    // item 0 again). Nothing else may change.
+    assert_eq!(
+        m.usage().used_bytes,
+        before.used_bytes - 64,
+        "the failed checkpoint leaked extents"
+    );
     let (r, _) = recover(&mut nvm);
     assert_eq!(committed_state(&r, &mut nvm), states[3]);
-    assert_eq!(r.usage(), before);
+    assert_eq!(r.usage(), m.usage());
     // The manager is still usable.
     model.delete(10);
     take(&mut m, &mut nvm, &mut model, 4);
@@ -356,9 +455,12 @@ fn reading_items_checks_buffer_size_existence_and_data_crc() {
     let mut buf = [0u8; 64];
     assert!(matches!(
         m.read_item(&mut nvm, ItemId(0), &mut buf),
-        Err(CkptError::Corrupt {
-            problem: Problem::DataChecksum,
-            ..
+        Err(CkptError::ReadBack {
+            bad: BadCopy {
+                item: ItemId(0),
+                problem: Problem::DataChecksum,
+                ..
+            }
         })
     ));
 }
@@ -381,7 +483,12 @@ fn a_corrupt_newest_copy_rolls_back_to_the_previous_version_and_names_the_lost_o
     assert_eq!(report.committed, Version(3));
     assert_eq!(report.resumed, Version(2));
     assert_eq!(report.lost_versions, Some((Version(2), Version(3))));
-    assert!(report.corrupt_copies >= 1);
+    let said = alloc::format!("{}", report.findings[0]);
+    assert!(
+        said.contains("version 3 is incomplete: item 1 slot")
+            && said.contains("version 3 is lost, resuming version 2"),
+        "the rollback is reported in words: {said}"
+    );
     assert_eq!(r.committed(), Version(2));
     assert_eq!(r.meta(), [2; 16], "the metadata must be version 2's");
     assert_eq!(committed_state(&r, &mut nvm), states[2]);
@@ -423,27 +530,57 @@ fn corrupt_data_of_the_newest_copy_also_rolls_back() {
 }
 
 #[test]
-fn a_corrupt_copy_with_no_complete_older_version_is_an_error_naming_the_item() {
+fn a_corrupt_copy_of_an_unchanged_item_is_restored_from_its_twin_and_nothing_is_lost() {
+    let mut nvm = VecNvm::new(64 * 1024);
+    let (m, states) = three_versions(&mut nvm);
+    // Item 0 was written only at v1; v2 twinned it. Versions 3 and 2 share its copy.
+    corrupt_committed_descriptor(&m, &mut nvm, 0);
+    assert!(!inspect(&mut nvm, AREA).is_consistent(), "inspect sees it");
+    let (r, report) = recover(&mut nvm);
+    assert_eq!((report.resumed, report.lost_versions), (Version(3), None));
+    assert_eq!(committed_state(&r, &mut nvm), states[3]);
+    match report.findings.as_slice() {
+        [f @ Finding::RepairedFromTwin { bad, .. }] => {
+            assert_eq!((bad.item, bad.version), (ItemId(0), None));
+            let said = alloc::format!("{f}");
+            assert!(said.contains("item 0 slot"), "{said}");
+            assert!(said.contains("nothing lost"), "{said}");
+        }
+        other => panic!("expected one repair, got {other:?}"),
+    }
+    assert!(
+        inspect(&mut nvm, AREA).is_consistent(),
+        "the repair rewrote the copy: {:?}",
+        inspect(&mut nvm, AREA).violations
+    );
+    let (_, again) = recover(&mut nvm);
+    assert!(again.findings.is_empty(), "{:?}", again.findings);
+}
+
+#[test]
+fn a_corrupt_copy_and_a_corrupt_twin_are_an_error_naming_the_item_in_both_versions() {
     let mut nvm = VecNvm::new(64 * 1024);
     let (m, _) = three_versions(&mut nvm);
-    // Item 0 was written only at v1: at v2 its copy is still the v1 one, so no older
-    // version avoids it.
     corrupt_committed_descriptor(&m, &mut nvm, 0);
+    let twin = m.layout.desc(0, 1 - m.commit.slot_of(0)).0;
+    nvm.write(twin + 2, &[0x5A]).unwrap();
     let image = nvm.image().to_vec();
     match Manager::recover(&mut nvm, AREA) {
-        Err(CkptError::Corrupt {
-            item,
-            version,
-            problem,
-            ..
-        }) => {
-            assert_eq!(item, ItemId(0));
-            assert_eq!(
-                version,
-                Version(0),
-                "the descriptor is unreadable, its version unknown"
+        Err(
+            e @ CkptError::Corrupt {
+                newest,
+                older: Fallback::Incomplete(older),
+            },
+        ) => {
+            assert_eq!((newest.version, newest.first.item), (Version(3), ItemId(0)));
+            assert_eq!((older.version, older.first.item), (Version(2), ItemId(0)));
+            assert_eq!(newest.first.version, None, "its descriptor is unreadable");
+            let said = alloc::format!("{e}");
+            assert!(
+                said.contains("version 3 is incomplete: item 0 slot")
+                    && said.contains("version 2 is incomplete: item 0 slot"),
+                "{said}"
             );
-            assert_eq!(problem, Problem::Checksum);
         }
         other => panic!("expected Corrupt, got {:?}", other.map(|(_, r)| r)),
     }
@@ -469,7 +606,13 @@ fn both_copies_corrupt_is_an_error() {
         matches!(
             err,
             CkptError::Corrupt {
-                item: ItemId(1),
+                newest: Damage {
+                    first: BadCopy {
+                        item: ItemId(1),
+                        ..
+                    },
+                    ..
+                },
                 ..
             }
         ),
@@ -524,14 +667,50 @@ fn a_format_cut_anywhere_leaves_the_old_state_or_an_area_to_format_again() {
             assert!(inspect(&mut nvm, AREA).is_consistent(), "{cut_at:?}");
             match Manager::recover(&mut nvm, AREA) {
                 Err(e) => assert!(e.is_unformatted(), "{cut_at:?}: {e}"),
-                // Cut before the marker was set, or after the format completed.
-                Ok((m, _)) => assert!(
-                    (k == 0 && keep == 0 && m.committed() == Version(3))
-                        || (k == 4 && keep >= 1 && m.committed() == Version(0)),
-                    "{cut_at:?}: recovered {}",
-                    m.committed()
-                ),
+                // Cut before the marker was whole (the old area is), or after the
+                // format completed but for the marker's clearing (the new one is).
+                Ok((m, report)) => {
+                    let marker = crate::layout::FORMAT_MARKER_LEN;
+                    assert!(
+                        (k == 0 && keep < marker && m.committed() == Version(3))
+                            || (k == 4 && keep >= 1 && m.committed() == Version(0)),
+                        "{cut_at:?}: recovered {}",
+                        m.committed()
+                    );
+                    let damaged = report.findings.contains(&Finding::FormatMarkerDamaged);
+                    assert_eq!(
+                        damaged,
+                        keep > 0 && (k == 0 || keep < marker),
+                        "{cut_at:?}: a torn marker is reported, a whole one not"
+                    );
+                }
             }
         }
     }
+}
+
+#[test]
+fn an_area_of_format_2_is_refused_by_name() {
+    // A format 2 commit record: DualRecord<48> (seq, payload with "CK" and format 2 at
+    // 40..44, CRC) at the area's start, as a format 2 kernel left it.
+    let mut nvm = VecNvm::new(64 * 1024);
+    let mut slot = [0u8; 60];
+    slot[0] = 9;
+    slot[48..50].copy_from_slice(b"CK");
+    slot[50] = 2;
+    let crc = amber_format::crc32(&slot[..56]);
+    slot[56..].copy_from_slice(&crc.to_le_bytes());
+    nvm.write(AREA.offset, &slot).unwrap();
+    let err = Manager::recover(&mut nvm, AREA).map(|_| ()).unwrap_err();
+    assert_eq!(
+        err,
+        CkptError::FormatMismatch {
+            found_format: 2,
+            layout_matches: true
+        }
+    );
+    assert!(
+        alloc::format!("{err}").contains("holds format 2, this kernel reads format 3"),
+        "{err}"
+    );
 }

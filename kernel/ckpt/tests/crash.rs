@@ -1,10 +1,11 @@
 //! The exhaustive crash test of the checkpoint manager: for several workloads, cut
 //! power at every store of checkpoint N -> N+1, torn at chosen byte counts, recover,
 //! and require exactly the state of version N or N+1 (N+1 only when the commit record
-//! was written whole). Each recovery is itself cut at every store and recovered
-//! again. It also checks that every image a cut leaves is consistent for
-//! `amber_ckpt::inspect`, and that the recovered manager takes further checkpoints.
-//! This file must never weaken an assertion to make a crash state pass.
+//! was written whole; the twins and erasures after it then may be cut anywhere).
+//! Each recovery is itself cut at every store and recovered again. It also checks
+//! that every image a cut leaves is consistent for `amber_ckpt::inspect`, that no
+//! cut makes recovery roll back, and that the recovered manager takes further
+//! checkpoints. This file must never weaken an assertion to make a crash state pass.
 
 use amber_ckpt::{inspect, ItemId, Manager, Source, Version, MAX_RECORD, META_LEN};
 use amber_format::Region;
@@ -140,6 +141,22 @@ const WORKLOADS: &[Workload] = &[
         },
     },
     Workload {
+        name: "twins of a big and a small item and erasure of a deleted one after the commit",
+        n: 2,
+        change: |m, v| match v {
+            1 => {
+                m.set(100, 0xF0, 4096, 1);
+                m.set(101, 1, 300, 1);
+                m.set(7, 2, 50, 1);
+            }
+            2 => {
+                m.set(101, 1, 300, 2);
+                m.delete(7);
+            }
+            _ => m.set(3, 1, 20, 3),
+        },
+    },
+    Workload {
         name: "empty checkpoint",
         n: 2,
         change: |m, v| {
@@ -186,9 +203,31 @@ fn store_lens(image: &[u8], f: impl FnOnce(&mut PowerCut<VecNvm>)) -> Vec<usize>
     nvm.store_lens().to_vec()
 }
 
+/// An NVM that remembers where each store went.
+struct Offsets(VecNvm, Vec<u32>);
+
+impl Nvm for Offsets {
+    fn size(&self) -> u32 {
+        self.0.size()
+    }
+    fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), amber_nvm::NvmError> {
+        self.0.read(offset, buf)
+    }
+    fn write(&mut self, offset: u32, data: &[u8]) -> Result<(), amber_nvm::NvmError> {
+        self.1.push(offset);
+        self.0.write(offset, data)
+    }
+    fn fence(&mut self) {}
+    fn flush(&mut self) -> Result<(), amber_nvm::NvmError> {
+        self.0.flush()
+    }
+}
+
 #[derive(Default)]
 struct Tally {
     explored: u64,
+    /// Cuts after the commit record store (in the twins and erasures that follow it).
+    after_commit: u64,
     failed: u64,
 }
 
@@ -217,6 +256,19 @@ fn run(w: &Workload, tally: &mut Tally) {
             .expect("uncut checkpoint");
     });
     let last = lens.len() - 1;
+    // The commit record store: the one into the record's two slots.
+    let commit_store = {
+        let mut nvm = Offsets(VecNvm::from_image(base.clone()), Vec::new());
+        let (mut m, _) = Manager::recover(&mut nvm, AREA).unwrap();
+        nvm.1.clear();
+        m.checkpoint(&mut nvm, &model, meta(w.n + 1)).unwrap();
+        let record = AREA.offset..AREA.offset + 2 * 76;
+        let at: Vec<usize> = (0..nvm.1.len())
+            .filter(|&i| record.contains(&nvm.1[i]))
+            .collect();
+        assert_eq!(at.len(), 1, "{}: one commit record store", w.name);
+        at[0]
+    };
     for (k, &len) in lens.iter().enumerate() {
         for keep in splits(len, 64) {
             let (mut m, nvm) = fresh(base.clone());
@@ -228,7 +280,11 @@ fn run(w: &Workload, tally: &mut Tally) {
             let result = m.checkpoint(&mut cutting, &model, meta(w.n + 1));
             assert!(result.is_err(), "{}: {cut:?} did not cut", w.name);
             let crashed = cutting.into_inner().into_image();
-            let expect = if k == last && keep == len { &new } else { &old };
+            let committed = k > commit_store || (k == commit_store && keep == len);
+            if k > commit_store {
+                tally.after_commit += 1;
+            }
+            let expect = if committed { &new } else { &old };
             tally.explored += 1;
             let what = format!(
                 "{}: cut at store {k} of {}, {keep} of {len} bytes kept",
@@ -340,15 +396,17 @@ fn every_cut_of_a_checkpoint_and_of_its_recovery_recovers_version_n_or_n_plus_1(
         let mut t = Tally::default();
         run(w, &mut t);
         println!(
-            "workload '{}': crash states explored: {}, failed: {}",
-            w.name, t.explored, t.failed
+            "workload '{}': crash states explored: {} ({} cut after the commit), failed: {}",
+            w.name, t.explored, t.after_commit, t.failed
         );
         total.explored += t.explored;
+        total.after_commit += t.after_commit;
         total.failed += t.failed;
     }
     println!(
-        "crash states explored: {}, failed: {} ({:.1} s)",
+        "crash states explored: {} ({} cut after the commit), failed: {} ({:.1} s)",
         total.explored,
+        total.after_commit,
         total.failed,
         start.elapsed().as_secs_f64()
     );
@@ -356,4 +414,10 @@ fn every_cut_of_a_checkpoint_and_of_its_recovery_recovers_version_n_or_n_plus_1(
         total.failed, 0,
         "some crash states recovered a state that was never committed"
     );
+    amber_test_summary::record(&format!(
+        "checkpoint manager (host, kernel/ckpt): {} crash states explored over {} workloads, {} failed",
+        total.explored,
+        WORKLOADS.len(),
+        total.failed
+    ));
 }

@@ -24,4 +24,7 @@ pub trait Platform {
     /// The board's cycle or instruction counter, for what the checkpoint cycle
     /// reports (how long a persist phase took); only differences of it are used.
     fn counter(&self) -> u64;
+    /// Whether the hart's `cycle` and `instret` counters count exactly (QEMU
+    /// `-icount`) rather than follow a clock; tasks learn it from `Now`.
+    fn counter_exact(&self) -> bool;
 }

@@ -166,3 +166,71 @@ pub enum BootError {
     /// The object arena is full.
     OutOfObjects,
 }
+
+impl BootError {
+    /// The index of the task in the description the error is about, if one.
+    pub fn task(&self) -> Option<usize> {
+        match *self {
+            BootError::AlreadyBooted | BootError::TooManyTasks | BootError::OutOfObjects => None,
+            BootError::BadName { task }
+            | BootError::DuplicateTask { task }
+            | BootError::BadPriority { task }
+            | BootError::BadRegion { task }
+            | BootError::TooManyRegions { task }
+            | BootError::TooManyCaps { task }
+            | BootError::UnknownTask { task }
+            | BootError::NameKindClash { task }
+            | BootError::IrqTwice { task }
+            | BootError::BadRange { task }
+            | BootError::BadRights { task } => Some(task),
+        }
+    }
+}
+
+/// What is wrong, naming the field of the app description (`user/apps/*.toml`) it
+/// comes from; the task it concerns is [`BootError::task`].
+impl core::fmt::Display for BootError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        use crate::{MAX_NAME, MAX_OBJECTS, MAX_REGIONS, MAX_TASKS, NUM_PRIORITIES, SLOTS};
+        match self {
+            BootError::AlreadyBooted => f.write_str("the kernel was booted already"),
+            BootError::TooManyTasks => write!(f, "more than {MAX_TASKS} tasks"),
+            BootError::BadName { .. } => {
+                write!(f, "its `name` is empty or longer than {MAX_NAME} bytes")
+            }
+            BootError::DuplicateTask { .. } => {
+                f.write_str("its `name` is the name of an earlier task")
+            }
+            BootError::BadPriority { .. } => {
+                write!(f, "its `priority` is not below {NUM_PRIORITIES}")
+            }
+            BootError::BadRegion { .. } => f.write_str(
+                "a memory region (`code`, `ram`) is empty, wraps around 4 GiB, or has rights \
+                 other than read, write and execute",
+            ),
+            BootError::TooManyRegions { .. } => write!(
+                f,
+                "its code, its RAM and its memory `caps` (mmio, eternal, heap) are more than \
+                 the {MAX_REGIONS} regions PMP confines a task to"
+            ),
+            BootError::TooManyCaps { .. } => write!(f, "it has more than {SLOTS} `caps`"),
+            BootError::UnknownTask { .. } => {
+                f.write_str("a `caps` entry of kind \"task\" names no task of the app")
+            }
+            BootError::NameKindClash { .. } => {
+                f.write_str("a `caps` name is used for an endpoint and for a notification")
+            }
+            BootError::IrqTwice { .. } => {
+                f.write_str("a `caps` entry of kind \"irq\" names an interrupt already given")
+            }
+            BootError::BadRange { .. } => {
+                f.write_str("a memory or NVM range in `caps` is empty or wraps around 4 GiB")
+            }
+            BootError::BadRights { .. } => f.write_str("`caps` rights hold unknown bits"),
+            BootError::OutOfObjects => write!(
+                f,
+                "the app needs more than the {MAX_OBJECTS} kernel objects of the arena"
+            ),
+        }
+    }
+}

@@ -427,10 +427,12 @@ fn user_pointers_must_lie_inside_one_readable_non_device_region() {
 }
 
 #[test]
-fn now_returns_the_platform_tick_count_split_in_two_words() {
+fn now_returns_the_platform_tick_count_split_in_two_words_and_whether_counters_are_exact() {
     let mut s = Sys::boot(&[task("a", 1, &[])]);
     s.plat.now = 0x1_2345_6789;
-    assert_eq!(s.sys("a", Sysno::Now, [0; 6]).r[..2], [0x2345_6789, 1]);
+    assert_eq!(s.sys("a", Sysno::Now, [0; 6]).r[..3], [0x2345_6789, 1, 0]);
+    s.plat.counter_exact = true;
+    assert_eq!(s.sys("a", Sysno::Now, [0; 6]).r[2], 1);
 }
 
 #[test]

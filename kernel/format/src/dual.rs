@@ -10,7 +10,7 @@ use crate::{crc32, get_u32, get_u64, put_u32, put_u64};
 use amber_nvm::{Nvm, NvmError};
 
 /// Largest slot this type handles (payload + 12 bytes of sequence and checksum).
-const MAX_SLOT: usize = 64;
+const MAX_SLOT: usize = 80;
 
 /// A record of `N` payload bytes in two slots starting at `base`.
 ///

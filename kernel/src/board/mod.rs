@@ -61,7 +61,7 @@ mod contract {
         fn init_console();
         /// The boot options (kernel command line) as the board's boot protocol
         /// carries them; `boot` is what the loader left in a0 and a1.
-        fn boot_options(boot: [usize; 2]) -> &'static str;
+        fn boot_options(boot: [usize; 2]) -> &'static [u8];
         /// Finds the NVM device and makes it reachable.
         fn nvm() -> Result<Self::Nvm, Self::NvmError>;
         /// Starts the tick and the sources the board serves itself (the console),
@@ -74,7 +74,8 @@ mod contract {
         /// it fire again once its driver acknowledged it.
         fn irq_enable(irq: u32) -> bool;
         fn irq_complete(irq: u32);
-        fn uptime_ms() -> u64;
+        /// Microseconds since reset (host time on QEMU without `-icount`).
+        fn uptime_us() -> u64;
         /// The CPU's cycle or instruction counter, whether it counts retired
         /// instructions exactly (QEMU: only under `-icount`, which the launcher tells
         /// with `amber.icount`), and letting tasks read it.

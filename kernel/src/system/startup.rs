@@ -60,7 +60,10 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
     };
     let committed = mgr.committed().0;
     if committed == 0 {
-        boot_fresh(&mut sys.kernel, tasks);
+        // The tree `check_app` built is the fresh system; its tasks get fresh RAM.
+        for t in tasks {
+            load_ram(t);
+        }
     }
     sys.writer = Some(CheckpointWriter {
         nvm,
@@ -105,7 +108,7 @@ fn recover(
     fingerprint: u32,
     sys: &mut System,
 ) -> Manager {
-    let start = Chosen::counter();
+    let start = crate::cost::stamp();
     match Manager::recover(nvm, area) {
         Ok((mgr, report)) if mgr.committed().0 > 0 => {
             let meta = Meta::decode(&mgr.meta());
@@ -120,26 +123,26 @@ fn recover(
                     ),
                 );
             }
-            if let Some((from, to)) = report.lost_versions {
-                warn!(
-                    "checkpoint corruption: versions {}..={} are lost; resuming from version {}",
-                    from.0 + 1,
-                    to.0,
-                    report.resumed.0
-                );
+            for f in &report.findings {
+                warn!("checkpoint area: {f}");
             }
             restore(nvm, &mgr, tasks, &mut sys.kernel);
             sys.tick_base = meta.ticks;
             info!(
-                "recovered checkpoint {} in {} instructions ({} uncommitted descriptors erased)",
+                "recovered checkpoint {} in {} ({} uncommitted descriptors erased)",
                 mgr.committed().0,
-                Chosen::counter() - start,
+                start.elapsed(),
                 report.erased_uncommitted
             );
             mgr
         }
         // Nothing committed yet: the app boots fresh below.
-        Ok((mgr, _)) => mgr,
+        Ok((mgr, report)) => {
+            for f in &report.findings {
+                warn!("checkpoint area: {f}");
+            }
+            mgr
+        }
         Err(e) if e.is_unformatted() => format_area(nvm, area),
         Err(e) => fatal(
             ExitCode::NvmRefused,
@@ -202,12 +205,35 @@ fn task_regions(t: &TaskImage) -> [RegionSpec; 2] {
     ]
 }
 
-/// Boots the app from its image: fresh RAM, fresh kernel objects.
-fn boot_fresh(kernel: &mut Kernel, tasks: &'static [TaskImage]) {
-    let mut regions = [[task_regions(&tasks[0])[0]; 2]; MAX_TASKS];
-    for (i, t) in tasks.iter().enumerate() {
-        load_ram(t);
-        regions[i] = task_regions(t);
+/// Checks the app against every rule the kernel keeps (the task limit of its tables,
+/// then `Kernel::boot`'s checks of names, priorities, regions and capabilities) by
+/// building its capability tree, before boot touches the NVM: an app `cargo xtask`
+/// should have refused stops here, by name, with nothing formatted or written. The
+/// tree built is the one a fresh start runs; a restore replaces it.
+pub fn check_app() {
+    let tasks = app::TASKS;
+    let refuse = |why: &dyn core::fmt::Display| -> ! {
+        fatal(
+            ExitCode::BadApp,
+            format_args!(
+                "app {}: {why}; nothing was written to the NVM (cargo xtask should have \
+                 refused this description)",
+                app::APP_NAME
+            ),
+        )
+    };
+    if tasks.len() > MAX_TASKS {
+        refuse(&format_args!(
+            "{} tasks, more than the {MAX_TASKS} this kernel runs",
+            tasks.len()
+        ));
+    }
+    let Some(first) = tasks.first() else {
+        return;
+    };
+    let mut regions = [task_regions(first); MAX_TASKS];
+    for (r, t) in regions.iter_mut().zip(tasks) {
+        *r = task_regions(t);
     }
     let list: heapless::Vec<TaskSpec, MAX_TASKS> = tasks
         .iter()
@@ -222,9 +248,12 @@ fn boot_fresh(kernel: &mut Kernel, tasks: &'static [TaskImage]) {
             fault: t.fault,
         })
         .collect();
-    kernel
-        .boot(&list)
-        .unwrap_or_else(|e| panic!("app {}: cannot boot its tasks: {e:?}", app::APP_NAME));
+    if let Err(e) = SYSTEM.lock().kernel.boot(&list) {
+        match e.task().and_then(|i| tasks.get(i)) {
+            Some(t) => refuse(&format_args!("task `{}`: {e}", t.name)),
+            None => refuse(&e),
+        }
+    }
 }
 
 /// Restores task memory and kernel objects from the committed checkpoint.

@@ -20,9 +20,28 @@ pub struct Report {
     pub newest_boot: Option<(u64, u64, u64)>,
     /// The committed checkpoint version, when the checkpoint area holds one.
     pub committed: Option<u64>,
+    /// The version recovery would resume (below `committed` after a rollback).
+    pub resumes: Option<u64>,
+    /// The kernel area (the checkpoint area), when the superblock is valid.
+    pub kernel_area: Option<amber_format::Region>,
+    /// Where every readable checkpoint copy lies.
+    pub copies: Vec<amber_ckpt::CopyPlace>,
 }
 
 impl Report {
+    /// An image whose checkpoint area could not be reached.
+    fn unreadable(text: String, problems: Vec<String>) -> Report {
+        Report {
+            text,
+            problems,
+            newest_boot: None,
+            committed: None,
+            resumes: None,
+            kernel_area: None,
+            copies: Vec::new(),
+        }
+    }
+
     pub fn is_consistent(&self) -> bool {
         self.problems.is_empty()
     }
@@ -36,23 +55,13 @@ pub fn inspect(image: &[u8]) -> Report {
         Ok(s) => s,
         Err(_) => {
             problems.push(format!("the image of {} bytes exceeds 4 GiB", image.len()));
-            return Report {
-                text,
-                problems,
-                newest_boot: None,
-                committed: None,
-            };
+            return Report::unreadable(text, problems);
         }
     };
     let _ = writeln!(text, "image: {size} bytes");
     if image.len() < SUPERBLOCK_LEN {
         problems.push("the image is smaller than a superblock".into());
-        return Report {
-            text,
-            problems,
-            newest_boot: None,
-            committed: None,
-        };
+        return Report::unreadable(text, problems);
     }
     let mut nvm = VecNvm::from_image(image.to_vec());
     let mut raw = [0u8; SUPERBLOCK_LEN];
@@ -67,21 +76,11 @@ pub fn inspect(image: &[u8]) -> Report {
                 "superblock: blank (never formatted; the kernel formats it on boot)"
             );
             problems.push("the image is blank: it holds no Amber NVM yet".into());
-            return Report {
-                text,
-                problems,
-                newest_boot: None,
-                committed: None,
-            };
+            return Report::unreadable(text, problems);
         }
         Err(e) => {
             problems.push(format!("superblock: {e}"));
-            return Report {
-                text,
-                problems,
-                newest_boot: None,
-                committed: None,
-            };
+            return Report::unreadable(text, problems);
         }
     };
     let _ = writeln!(
@@ -143,6 +142,7 @@ pub fn inspect(image: &[u8]) -> Report {
         }
         None => problems.push("neither boot record slot passes its checksum".into()),
     }
+    kv_table(image, sb.fram_area, &mut text);
     let ckpt = amber_ckpt::inspect(&mut nvm, sb.kernel_area);
     for l in &ckpt.lines {
         let _ = writeln!(text, "{l}");
@@ -153,7 +153,41 @@ pub fn inspect(image: &[u8]) -> Report {
         problems,
         newest_boot: newest,
         committed: ckpt.committed.map(|v| v.0),
+        resumes: ckpt.resumes.map(|v| v.0),
+        kernel_area: Some(sb.kernel_area),
+        copies: ckpt.copies,
     }
+}
+
+/// Describes the `amber-kv` table at the start of the FRAM partition, if there is
+/// one (the kv app's). Never a problem: the partition lags the driver's ring (committed
+/// entries not yet applied are replayed after recovery), so a table caught in the middle
+/// of an apply may read as incomplete without anything being wrong.
+fn kv_table(image: &[u8], fram: amber_format::Region, text: &mut String) {
+    let Some(part) = image.get(fram.offset as usize..(fram.offset + fram.len) as usize) else {
+        return;
+    };
+    if !part.starts_with(b"AMBERKV1") {
+        return;
+    }
+    let _ = match amber_kv::Table::open(VecNvm::from_image(part.to_vec()), 0) {
+        Ok(t) => {
+            let c = t.config();
+            writeln!(
+                text,
+                "  FRAM: key-value table ({} buckets of {}, values up to {} bytes): {} keys, {} tombstones (as applied so far)",
+                c.buckets,
+                c.layout.entries(),
+                c.max_value,
+                t.len(),
+                t.tombstones()
+            )
+        }
+        Err(e) => writeln!(
+            text,
+            "  FRAM: key-value table not readable as applied so far ({e}); the driver's ring replays the rest after recovery"
+        ),
+    };
 }
 
 #[cfg(test)]
@@ -249,19 +283,63 @@ mod tests {
     fn a_corrupt_committed_copy_is_an_inconsistency() {
         let (mut image, _) = checkpointed_image();
         // Item 0 was written at v2 into slot 0 (v1 went to slot 1). Its descriptor
-        // lies at kernel area + 0x80.
+        // lies at kernel area + 0x100.
         let sb = amber_format::Superblock::for_device(image.len() as u32).unwrap();
-        let at = (sb.kernel_area.offset + 0x80 + 12) as usize;
+        let at = (sb.kernel_area.offset + 0x100 + 12) as usize;
         image[at] ^= 1;
         let report = inspect(&image);
         assert!(!report.is_consistent());
         assert!(
-            report
-                .problems
-                .iter()
-                .any(|p| p.contains("checkpoint: item 0")),
+            report.problems.iter().any(|p| p.contains(
+                "checkpoint: recovery: version 2 is incomplete: item 0 slot 0 (its version unreadable)"
+            ) && p.contains("resuming version 1")),
             "{:?}",
             report.problems
+        );
+        assert_eq!(report.committed, Some(2));
+    }
+
+    #[test]
+    fn the_format_marker_is_reported_and_one_bad_byte_in_it_loses_nothing() {
+        let (mut image, _) = checkpointed_image();
+        let sb = amber_format::Superblock::for_device(image.len() as u32).unwrap();
+        let marker = (sb.kernel_area.offset + 0x98) as usize;
+        let report = inspect(&image);
+        assert!(
+            report.text.contains("format marker: clear"),
+            "{}",
+            report.text
+        );
+        // The attack on format 2 (0xA5 at the marker): now one byte of eight.
+        image[marker] = 0xA5;
+        let report = inspect(&image);
+        assert!(report.is_consistent(), "{:?}", report.problems);
+        assert!(
+            report.text.contains("format marker: damaged")
+                && report.text.contains("committed version: 2"),
+            "{}",
+            report.text
+        );
+        // The whole marker: a format was cut short; nothing to inspect.
+        image[marker..marker + 8].copy_from_slice(b"AMBERFMT");
+        let report = inspect(&image);
+        assert!(
+            report.text.contains("a format is in progress")
+                && report.text.contains("no checkpoint yet"),
+            "{}",
+            report.text
+        );
+    }
+
+    #[test]
+    fn twins_are_shown_next_to_the_copies_they_double() {
+        let (image, _) = checkpointed_image();
+        let report = inspect(&image);
+        // Item 7 was clean at v2: the checkpoint twinned its v1 copy.
+        assert!(
+            report.text.contains("twin of v1 kind 0x02, 17 bytes"),
+            "{}",
+            report.text
         );
     }
 

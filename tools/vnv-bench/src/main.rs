@@ -17,6 +17,7 @@ mod table;
 mod vnv;
 mod workload;
 
+use cost::StorageModel;
 use figures::{Check, Output};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,27 +26,28 @@ use std::process::ExitCode;
 type Bench = fn() -> Output;
 
 /// The benchmarks by the name `--only` takes.
-const BENCHES: [(&str, Bench); 4] = [
+const BENCHES: [(&str, Bench); 5] = [
     ("fig2", figures::fig2_reference::run),
     ("fig3", figures::fig3_queue::run),
     ("fig4", figures::fig4_persist::run),
     ("fig5", figures::fig5_kv::run),
+    ("traffic", figures::traffic::run),
 ];
 
 const USAGE: &str =
-    "usage: vnv-bench [--out DIR] [--only fig2|fig3|fig4|fig5] [--storage library|paper-fit]";
+    "usage: vnv-bench [--out DIR] [--only fig2|fig3|fig4|fig5|traffic] [--storage word|bulk|both]";
 
 struct Args {
     out: PathBuf,
     only: Option<String>,
-    paper_fit: bool,
+    models: Vec<StorageModel>,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         out: PathBuf::from("target/vnv-bench"),
         only: None,
-        paper_fit: false,
+        models: vec![StorageModel::WORD, StorageModel::BULK],
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -65,9 +67,10 @@ fn parse_args() -> Result<Args, String> {
                 args.only = Some(name);
             }
             "--storage" => match it.next().as_deref() {
-                Some("library") => args.paper_fit = false,
-                Some("paper-fit") => args.paper_fit = true,
-                _ => return Err("--storage takes library or paper-fit".into()),
+                Some("word") => args.models = vec![StorageModel::WORD],
+                Some("bulk") => args.models = vec![StorageModel::BULK],
+                Some("both") => args.models = vec![StorageModel::WORD, StorageModel::BULK],
+                _ => return Err("--storage takes word, bulk or both".into()),
             },
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -91,38 +94,64 @@ fn main() -> ExitCode {
         eprintln!("vnv-bench: cannot create {}: {e}", args.out.display());
         return ExitCode::from(2);
     }
-    if args.paper_fit {
-        figures::set_model(cost::StorageModel::PAPER_FIT);
-    }
-    println!("{}", vnv::describe_model());
-    let mut checks: Vec<Check> = Vec::new();
-    for (name, run) in BENCHES {
-        if args.only.as_deref().is_some_and(|o| o != name) {
-            continue;
-        }
-        let output = run();
-        for fig in &output.figures {
-            println!("\n{} [{}]", fig.title, fig.name);
-            print!("{}", fig.table.to_text());
-            let csv = args.out.join(format!("{}.csv", fig.name));
-            let svg = args.out.join(format!("{}.svg", fig.name));
-            if let Err(e) = fig.table.write_csv(&csv) {
-                eprintln!("vnv-bench: cannot write {}: {e}", csv.display());
-                return ExitCode::from(2);
+    // Each check, and the model it was run under if it is only for information.
+    let mut checks: Vec<(Check, Option<&str>)> = Vec::new();
+    for (run, &model) in args.models.iter().enumerate() {
+        figures::set_model(model);
+        println!("{}", vnv::describe_model());
+        for (name, bench) in BENCHES {
+            if args.only.as_deref().is_some_and(|o| o != name) {
+                continue;
             }
-            if let Err(e) = plot::render(&svg, &fig.panels) {
-                eprintln!("vnv-bench: cannot draw {}: {e}", svg.display());
-                return ExitCode::from(2);
+            // The traffic table counts calls and bytes, whatever they cost: it runs once
+            // and its targets count under any model. The paper's targets are stated for
+            // its driver (the word model); under another the checks are for information.
+            let traffic = name == "traffic";
+            if traffic && run > 0 {
+                continue;
             }
+            let counts = traffic || model == StorageModel::WORD;
+            let mut output = bench();
+            // Fig. 6 counts metadata bytes: the same under every model.
+            if run > 0 {
+                output.figures.retain(|f| f.name != "fig6_metadata");
+            }
+            for fig in &mut output.figures {
+                let stem = if model == StorageModel::WORD || traffic {
+                    fig.name.to_string()
+                } else {
+                    format!("{}_{}", fig.name, model.name)
+                };
+                let shown = if traffic { "counts" } else { model.name };
+                println!("\n{} [{stem}, {shown}]", fig.title);
+                print!("{}", fig.table.to_text());
+                let csv = args.out.join(format!("{stem}.csv"));
+                let svg = args.out.join(format!("{stem}.svg"));
+                if let Err(e) = fig.table.write_csv(&csv) {
+                    eprintln!("vnv-bench: cannot write {}: {e}", csv.display());
+                    return ExitCode::from(2);
+                }
+                if !traffic {
+                    for p in &mut fig.panels {
+                        p.title = format!("{} ({} model)", p.title, model.name);
+                    }
+                }
+                if let Err(e) = plot::render(&svg, &fig.panels) {
+                    eprintln!("vnv-bench: cannot draw {}: {e}", svg.display());
+                    return ExitCode::from(2);
+                }
+            }
+            let info = (!counts).then_some(model.name);
+            checks.extend(output.checks.into_iter().map(|c| (c, info)));
         }
-        checks.extend(output.checks);
     }
     println!("\nSummary (written to {}):", args.out.display());
-    for c in &checks {
+    for (c, info) in &checks {
         let verdict = if c.met { "met" } else { "NOT met" };
-        println!("  [{verdict}] {}: {}", c.target, c.detail);
+        let note = info.map_or(String::new(), |m| format!(" ({m} model, for information)"));
+        println!("  [{verdict}] {}{note}: {}", c.target, c.detail);
     }
-    if checks.iter().all(|c| c.met) {
+    if checks.iter().all(|(c, info)| c.met || info.is_some()) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

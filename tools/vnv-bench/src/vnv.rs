@@ -8,14 +8,18 @@
 //! estimated from reading `heap-service/vnv-heap/src/heap.rs`): a fixed fast path, the
 //! steps of its linear scans, which the library counts and reports
 //! ([`VnvHeap::scan_steps`], priced at the library's own cycles per step), and the
-//! storage calls it issued. This file must never reach into the library's internals or
-//! change its files.
+//! storage calls it issued. The storage-traffic table (issue 16) also times the heap on
+//! the host (`std::time::Instant`, reported apart from the model). This file must
+//! never reach into the library's internals or change its files.
 
 use crate::cost::{Cost, Meter, StorageModel};
 use crate::counting::{Counter, CountingNvm, NvmCounts};
 use crate::figures::fig3_queue::{mean_push_pop, Fifo, Mean};
 use crate::figures::fig5_kv::{measure, Kv};
+use crate::figures::traffic::{push_pop_traffic, Traffic, TIMED_RUNS};
 use amber_nvm::sim::VecNvm;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 use vnv_heap::{wcec_bound, Config, CostModel, Handle, VnvHeap, METADATA};
 
 /// Cycles of an API call on its fast path (the object is resident, nothing is written
@@ -38,28 +42,27 @@ pub const CYCLES_PER_NVM_CALL: u64 = 200;
 /// Bytes of the cache arena unit (`bits::UNIT` in the library).
 const UNIT: usize = 8;
 
-/// The library's storage cost model.
+/// The library's cost model for the storage model in use: the word model is its
+/// `esp32c3_spi_fram()` (one call per word: `*_op_ns` is a word), the bulk model its
+/// `esp32c3_spi_fram_bulk()`.
 pub fn library_cost_model() -> CostModel {
-    CostModel::esp32c3_spi_fram()
-}
-
-/// Storage time per SPI word as the library prices it: its `*_op_ns` is one word call.
-pub fn library_storage_model() -> StorageModel {
-    let cm = library_cost_model();
-    StorageModel {
-        read_word_ns: cm.read_op_ns,
-        write_word_ns: cm.write_op_ns,
+    if crate::figures::model() == StorageModel::BULK {
+        CostModel::esp32c3_spi_fram_bulk()
+    } else {
+        CostModel::esp32c3_spi_fram()
     }
 }
 
-/// Cache bytes an object of `len` bytes occupies: 4-byte header, rounded to units.
+/// Cache bytes an object of `len` bytes occupies once it was persisted: its header
+/// (`METADATA.resident_bytes`), rounded to units.
 pub fn cache_bytes(len: usize) -> usize {
-    (4 + len).div_ceil(UNIT) * UNIT
+    (METADATA.resident_bytes as usize + len).div_ceil(UNIT) * UNIT
 }
 
-/// NVM data bytes an object of `len` bytes owns: two 4-aligned slots in 32-byte blocks.
+/// NVM data bytes an object of `len` bytes owns: a slot of 16-byte granules in each
+/// of two planes (32 bytes of data area per granule).
 pub fn nvm_bytes(len: usize) -> u32 {
-    ((2 * len.next_multiple_of(4)).div_ceil(32).max(1) * 32) as u32
+    (len.div_ceil(16).max(1) * 32) as u32
 }
 
 /// `config` with the smallest cache buffer (a multiple of 8 bytes) whose arena holds at
@@ -355,6 +358,28 @@ enum Value<'h> {
     B1024(Handle<'h, [u8; 1024]>),
 }
 
+impl Value<'_> {
+    fn unload(&self, heap: &VnvHeap<'_, Dev>) {
+        match self {
+            Value::B32(h) => heap.unload(h),
+            Value::B128(h) => heap.unload(h),
+            Value::B256(h) => heap.unload(h),
+            Value::B1024(h) => heap.unload(h),
+        }
+        .expect("unload");
+    }
+
+    fn load(&self, heap: &VnvHeap<'_, Dev>) {
+        let loaded = match self {
+            Value::B32(h) => heap.get(h).map(|_| ()),
+            Value::B128(h) => heap.get(h).map(|_| ()),
+            Value::B256(h) => heap.get(h).map(|_| ()),
+            Value::B1024(h) => heap.get(h).map(|_| ()),
+        };
+        loaded.expect("load");
+    }
+}
+
 struct VnvKvStore<'h, 'c> {
     heap: &'h VnvHeap<'c, Dev>,
     values: Vec<Value<'h>>,
@@ -416,7 +441,7 @@ pub fn kv_measure(sizes: &[usize], dirty: usize, keys: &[usize]) -> Cost {
     let mut cache = vec![0u8; config.cache_bytes as usize];
     let (dev, counter) = device(&config);
     let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
-    let values = sizes
+    let values: Vec<Value<'_>> = sizes
         .iter()
         .map(|&s| match s {
             32 => Value::B32(heap.alloc([0; 32]).expect("alloc")),
@@ -426,38 +451,261 @@ pub fn kv_measure(sizes: &[usize], dirty: usize, keys: &[usize]) -> Cost {
             other => panic!("no value type of {other} bytes"),
         })
         .collect();
+    // A new object has a 16-byte header until its description is written, and the
+    // arena is exactly as large as the values behind 8-byte headers: the creation
+    // leaves holes (and a few values evicted). Persisted, unloaded and loaded again in
+    // key order, every value is resident and the arena packed, as the paper has it.
+    heap.persist().expect("persist");
+    for v in &values {
+        v.unload(&heap);
+    }
+    for v in &values {
+        v.load(&heap);
+    }
     assert_eq!(heap.resident_count(), sizes.len(), "every value is cached");
     let mut kv = VnvKvStore {
         heap: &heap,
         values,
         charge: Charge::new(counter),
     };
-    measure(&mut kv, sizes, keys)
+    let cost = measure(&mut kv, sizes, keys);
+    assert_eq!(
+        heap.resident_count(),
+        sizes.len(),
+        "every value stays cached"
+    );
+    assert_eq!(cost.nvm.reads, 0, "the measured updates never miss");
+    cost
 }
 
 /// Fig. 6: RAM metadata bytes of the key-value heap (resident headers plus the cache,
-/// id and block bitmaps), and its NVM metadata bytes (commit records and entries).
+/// id and block bitmaps), and its NVM metadata bytes (both commit records with their
+/// slot bitmaps, and the entries): the heap's NVM footprint less its data area.
 pub fn kv_metadata(sizes: &[usize], dirty: usize) -> (usize, usize) {
     let config = kv_config(sizes, dirty);
     let ram = sizes.len() * METADATA.resident_bytes as usize + config.ram_metadata_bytes();
-    let nvm = 64 + sizes.len() * METADATA.nvm_bytes_per_id as usize;
+    let end = config.nvm_end().expect("the configuration fits 32 bits");
+    let nvm = (end - config.nvm_offset - config.nvm_data_bytes) as usize;
+    assert!(nvm >= sizes.len() * METADATA.nvm_bytes_per_id as usize);
     (ram, nvm)
 }
 
-/// One paragraph on the model in use, printed before the figures.
+/// Cache buffer (metadata included) of the storage-traffic table's heaps.
+pub const TRAFFIC_CACHE: usize = 4096;
+/// Dirty limit of the storage-traffic table's heaps.
+pub const TRAFFIC_DIRTY: u32 = 2048;
+
+fn traffic_config(objects: usize, size: usize) -> Config {
+    Config {
+        max_dirty_bytes: TRAFFIC_DIRTY,
+        max_objects: u16::try_from(objects).expect("ids fit u16"),
+        nvm_offset: 0,
+        nvm_data_bytes: objects as u32 * nvm_bytes(size),
+        cache_bytes: TRAFFIC_CACHE as u32,
+    }
+}
+
+/// One run of the key-value traffic workload: `n` objects of `S` bytes, allocated and
+/// persisted, then one read-modify-write (`update`, the whole value replaced) per key.
+/// Returns the traffic of the updates, the misses (counted only with `count`, which
+/// asks `is_resident` first) and the host time of the update loop. Checks every value
+/// at the end.
+fn kv_run<const S: usize>(keys: &[usize], n: usize, count: bool) -> (NvmCounts, u64, Duration) {
+    let config = traffic_config(n, S);
+    let mut cache = vec![0u8; TRAFFIC_CACHE];
+    let (dev, counter) = device(&config);
+    let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
+    let mut hs: Vec<Handle<'_, [u8; S]>> = (0..n)
+        .map(|k| heap.alloc([k as u8; S]).expect("alloc"))
+        .collect();
+    heap.persist().expect("persist");
+    let mut want: Vec<u8> = (0..n).map(|k| k as u8).collect();
+    let before = counter.get();
+    let mut misses = 0;
+    let t0 = Instant::now();
+    for (i, &k) in keys.iter().enumerate() {
+        if count && !heap.is_resident(&hs[k]) {
+            misses += 1;
+        }
+        let x = i as u8 ^ 0x5a;
+        heap.update(&mut hs[k], |v| *v = [x; S]).expect("update");
+        want[k] = x;
+    }
+    let took = t0.elapsed();
+    let traffic = counter.get().since(&before);
+    for (h, &w) in hs.iter().zip(&want) {
+        assert_eq!(heap.get(h).expect("get"), [w; S], "the last update holds");
+    }
+    (traffic, misses, took)
+}
+
+fn kv_traffic_of<const S: usize>(keys: &[usize], n: usize) -> Traffic {
+    let (nvm, misses, _) = kv_run::<S>(keys, n, true);
+    let host = (0..TIMED_RUNS)
+        .map(|_| kv_run::<S>(keys, n, false).2)
+        .min()
+        .expect("at least one timed run");
+    Traffic {
+        nvm,
+        ops: keys.len() as u64,
+        misses,
+        host_ns: host.as_nanos() as f64 / keys.len() as f64,
+    }
+}
+
+/// The key-value traffic workload on `n` objects of `size` bytes (see `kv_run`).
+pub fn kv_traffic(size: usize, n: usize, keys: &[usize]) -> Traffic {
+    match size {
+        32 => kv_traffic_of::<32>(keys, n),
+        64 => kv_traffic_of::<64>(keys, n),
+        128 => kv_traffic_of::<128>(keys, n),
+        256 => kv_traffic_of::<256>(keys, n),
+        512 => kv_traffic_of::<512>(keys, n),
+        other => panic!("no object type of {other} bytes"),
+    }
+}
+
+/// How a vNV-Heap FIFO keeps its elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FifoKind {
+    /// A ring of preallocated objects (`set` to push, `get` to pop), as in Fig. 3.
+    Ring,
+    /// A new object per push (`alloc`), freed by its pop (`get`, then `free`).
+    AllocPerPush,
+}
+
+impl FifoKind {
+    /// The name in the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            FifoKind::Ring => "ring",
+            FifoKind::AllocPerPush => "alloc-per-push",
+        }
+    }
+}
+
+/// A FIFO of 256-byte elements, one heap object per element, allocated by its push.
+struct AllocQueue<'h, 'c> {
+    heap: &'h VnvHeap<'c, Dev>,
+    items: VecDeque<Handle<'h, [u8; 256]>>,
+    charge: Charge,
+}
+
+impl Fifo for AllocQueue<'_, '_> {
+    fn push(&mut self, value: &[u8]) -> bool {
+        let value: [u8; 256] = value.try_into().expect("256-byte element");
+        let heap = self.heap;
+        let h = self.charge.call(heap, || heap.alloc(value)).expect("alloc");
+        self.charge.meter.copy(256);
+        self.items.push_back(h);
+        true
+    }
+
+    fn pop(&mut self, out: &mut [u8]) -> bool {
+        let Some(h) = self.items.pop_front() else {
+            return false;
+        };
+        let heap = self.heap;
+        let v = self.charge.call(heap, || heap.get(&h)).expect("get");
+        self.charge.meter.copy(256);
+        out.copy_from_slice(&v);
+        self.charge.call(heap, || heap.free(h)).expect("free");
+        true
+    }
+
+    fn snapshot(&self) -> (Meter, NvmCounts) {
+        self.charge.snapshot()
+    }
+}
+
+/// The FIFO of Fig. 3 (4 KiB of cache, metadata included, dirty limit 4 KiB, 256-byte
+/// elements) of `kind`, measured by the traffic harness at initial length `len`, with
+/// ids and an NVM data area for `len + 2` elements (a push comes before its pop).
+pub fn fifo_traffic(kind: FifoKind, len: usize) -> Option<Traffic> {
+    let ram = crate::figures::fig3_queue::RAM;
+    let (ids, elems) = (len + 2, len + 2);
+    let config = Config {
+        max_dirty_bytes: ram as u32,
+        max_objects: ids as u16,
+        nvm_offset: 0,
+        nvm_data_bytes: elems as u32 * nvm_bytes(256),
+        cache_bytes: ram as u32,
+    };
+    let mut cache = vec![0u8; ram];
+    let (dev, counter) = device(&config);
+    let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
+    match kind {
+        FifoKind::Ring => {
+            let slots: Vec<_> = (0..len + 1)
+                .map(|_| heap.alloc([0u8; 256]).expect("alloc"))
+                .collect();
+            heap.persist().expect("persist");
+            let mut q = VnvQueue {
+                heap: &heap,
+                slots,
+                head: 0,
+                len: 0,
+                charge: Charge::new(counter),
+            };
+            push_pop_traffic(&mut q, len)
+        }
+        FifoKind::AllocPerPush => {
+            let mut q = AllocQueue {
+                heap: &heap,
+                items: VecDeque::new(),
+                charge: Charge::new(counter),
+            };
+            push_pop_traffic(&mut q, len)
+        }
+    }
+}
+
+/// A persist of a full dirty budget (the traffic table's 2 KiB) of `S`-byte objects,
+/// each made dirty once after a first persist: what it writes.
+fn persist_traffic_of<const S: usize>() -> NvmCounts {
+    let k = TRAFFIC_DIRTY as usize / (S + Config::DIRTY_OVERHEAD as usize);
+    let config = traffic_config(k + 1, S);
+    let mut cache = vec![0u8; TRAFFIC_CACHE];
+    let (dev, counter) = device(&config);
+    let heap = VnvHeap::new(dev, &mut cache, config).expect("heap fits");
+    let mut hs: Vec<_> = (0..k)
+        .map(|_| heap.alloc([0u8; S]).expect("alloc"))
+        .collect();
+    heap.persist().expect("persist");
+    for (i, h) in hs.iter_mut().enumerate() {
+        heap.set(h, [i as u8 + 1; S]).expect("set");
+    }
+    assert_eq!(
+        heap.dirty_bytes(),
+        (k * (S + Config::DIRTY_OVERHEAD as usize)) as u32,
+        "every object is dirty: a full budget"
+    );
+    let before = counter.get();
+    heap.persist().expect("persist");
+    counter.get().since(&before)
+}
+
+/// A full-budget persist of objects of `size` bytes (see `persist_traffic_of`).
+pub fn persist_traffic(size: usize) -> NvmCounts {
+    match size {
+        32 => persist_traffic_of::<32>(),
+        64 => persist_traffic_of::<64>(),
+        128 => persist_traffic_of::<128>(),
+        256 => persist_traffic_of::<256>(),
+        512 => persist_traffic_of::<512>(),
+        other => panic!("no object type of {other} bytes"),
+    }
+}
+
+/// One line on the model in use, printed before the figures run under it.
 pub fn describe_model() -> String {
     let m = crate::figures::model();
     format!(
-        "Time model: ESP32-C3 at {} MHz; storage {} ns per 4-byte SPI read call, {} ns per \
-         write call ({}); CPU cycles charged per operation (see tools/vnv-bench/README.md).",
+        "Time model \"{}\": ESP32-C3 at {} MHz; storage: {}; CPU cycles charged per \
+         operation (see tools/vnv-bench/README.md).",
+        m.name,
         crate::cost::CPU_HZ / 1_000_000,
-        m.read_word_ns,
-        m.write_word_ns,
-        if m == library_storage_model() {
-            "the library's CostModel::esp32c3_spi_fram()"
-        } else {
-            "fitted to the paper's Figs. 2 and 3"
-        },
+        m.label,
     )
 }
 
@@ -518,6 +766,13 @@ mod tests {
                 crate::cost::POWER_MW
             ),
             "bench and wcec_bound must price a scan step, a cycle and a watt the same way"
+        );
+        let lib = CostModel::esp32c3_spi_fram();
+        let word = StorageModel::WORD;
+        assert_eq!(
+            (lib.read_op_ns, lib.write_op_ns),
+            (word.read_word_ns, word.write_word_ns),
+            "the word model is the library's: one call per word"
         );
     }
 }

@@ -3,7 +3,9 @@
 //! 256 values (64 of 32 B, 128 of 128 B, 32 of 256 B, 32 of 1024 B) in a seeded random
 //! order, and three ways of choosing the key of each update: sequential, unequal
 //! (weights `sin^4(5/32 * key) + 0.1`) and uniformly random. Every system under test
-//! gets the very same keys. This file must never depend on the system under test.
+//! gets the very same keys. The storage-traffic table (issue 16) adds two patterns of its
+//! own: uniform and partitioned ([`Traffic`]). This file must never depend on the
+//! system under test.
 
 use crate::rng::Rng;
 
@@ -73,6 +75,57 @@ pub fn key_sequence(pattern: Pattern, keys: usize, n: usize, seed: u64) -> Vec<u
     }
 }
 
+/// How the traffic table (issue 16) picks the key of each update: every key equally
+/// likely, or keys drawn from one of [`PARTITIONS`] partitions of consecutive keys,
+/// chosen at random every [`PARTITION_RUN`] updates (the paper's Fig. 5 access
+/// patterns as the issue states them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Traffic {
+    /// Every key equally likely.
+    Uniform,
+    /// A random partition every [`PARTITION_RUN`] updates; keys uniform within it.
+    Partitioned,
+}
+
+/// Partitions of the partitioned pattern (each holds `keys / PARTITIONS` keys).
+pub const PARTITIONS: usize = 16;
+/// Updates drawn from one partition before the next is chosen.
+pub const PARTITION_RUN: usize = 100;
+
+impl Traffic {
+    /// Both patterns.
+    pub const ALL: [Traffic; 2] = [Traffic::Uniform, Traffic::Partitioned];
+
+    /// The issue's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Traffic::Uniform => "uniform",
+            Traffic::Partitioned => "partitioned",
+        }
+    }
+}
+
+/// `n` keys in `0..keys` drawn by `pattern` with `seed` (`keys` a multiple of
+/// [`PARTITIONS`] for the partitioned pattern).
+pub fn traffic_keys(pattern: Traffic, keys: usize, n: usize, seed: u64) -> Vec<usize> {
+    let mut rng = Rng::new(seed);
+    match pattern {
+        Traffic::Uniform => (0..n).map(|_| rng.below(keys)).collect(),
+        Traffic::Partitioned => {
+            let per = keys / PARTITIONS;
+            let mut base = 0;
+            (0..n)
+                .map(|i| {
+                    if i % PARTITION_RUN == 0 {
+                        base = rng.below(PARTITIONS) * per;
+                    }
+                    base + rng.below(per)
+                })
+                .collect()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +152,17 @@ mod tests {
             hits[10],
             hits[0]
         );
+    }
+
+    #[test]
+    fn partitioned_keys_stay_in_one_partition_for_each_run() {
+        let keys = traffic_keys(Traffic::Partitioned, 192, 1000, 9);
+        for run in keys.chunks(PARTITION_RUN) {
+            let p = run[0] / (192 / PARTITIONS);
+            assert!(run.iter().all(|k| k / (192 / PARTITIONS) == p));
+        }
+        let parts: std::collections::BTreeSet<_> = keys.iter().map(|k| k / 12).collect();
+        assert!(parts.len() > 4, "the runs visit several partitions");
     }
 
     #[test]

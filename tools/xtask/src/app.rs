@@ -13,7 +13,6 @@
 //! it. This file must never guess: an unknown key, an overlapping or misaligned
 //! region, a segment outside its task's regions are errors naming the task.
 
-use amber_core::{MAX_NAME, MAX_OBJECTS, MAX_REGIONS, MAX_TASKS, NUM_PRIORITIES, SLOTS};
 use amber_format::Superblock;
 use amber_kernel::board::{MemoryMap, Range, BOARDS};
 use object::read::elf::{ElfFile32, FileHeader, ProgramHeader};
@@ -28,7 +27,6 @@ pub const BOARD: &str = "qemu_virt";
 /// Regions are aligned to this (a multiple of the 4-byte PMP granule).
 const REGION_ALIGN: u32 = 256;
 /// Memory regions every task has of its own (code, RAM), besides its memory caps.
-const OWN_REGIONS: usize = 2;
 
 /// The memory map of [`BOARD`].
 pub fn board_map() -> &'static MemoryMap {
@@ -163,12 +161,7 @@ pub fn load(path: &Path) -> Result<App, String> {
     if app.tasks.is_empty() {
         return bad_app("an app needs at least one task".into());
     }
-    if app.tasks.len() > MAX_TASKS {
-        return bad_app(format!(
-            "{} tasks, but the kernel holds at most {MAX_TASKS} (amber_core::MAX_TASKS)",
-            app.tasks.len()
-        ));
-    }
+    crate::validate::rules(&app).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some((name, len)) = app
         .memory
         .iter()
@@ -178,28 +171,8 @@ pub fn load(path: &Path) -> Result<App, String> {
             "memory `{name}` of {len} bytes must be a non-zero multiple of {REGION_ALIGN}"
         ));
     }
-    let objects = 1 + 2 * app.tasks.len() + kernel_objects_of_caps(&app);
-    if objects > MAX_OBJECTS {
-        return bad_app(format!(
-            "its tasks and capabilities need {objects} kernel objects, but the kernel holds \
-             at most {MAX_OBJECTS} (amber_core::MAX_OBJECTS)"
-        ));
-    }
-    for (i, t) in app.tasks.iter().enumerate() {
+    for t in &app.tasks {
         let bad = |why: &str| Err(format!("{}: task `{}`: {why}", path.display(), t.name));
-        if t.name.is_empty() || t.name.len() > MAX_NAME {
-            return bad(&format!(
-                "a name is 1 to {MAX_NAME} bytes (amber_core::MAX_NAME)"
-            ));
-        }
-        if app.tasks[..i].iter().any(|e| e.name == t.name) {
-            return bad("two tasks have this name");
-        }
-        if t.priority >= NUM_PRIORITIES {
-            return bad(&format!(
-                "priority must be below {NUM_PRIORITIES} (amber_core::NUM_PRIORITIES)"
-            ));
-        }
         if t.fault != "end" && t.fault != "restart" {
             return bad("fault must be \"end\" or \"restart\"");
         }
@@ -208,19 +181,6 @@ pub fn load(path: &Path) -> Result<App, String> {
         }
         if t.stack == 0 || t.stack % 16 != 0 || t.stack >= t.ram {
             return bad("stack must be a non-zero multiple of 16 bytes smaller than ram");
-        }
-        if t.caps.len() > SLOTS {
-            return bad(&format!(
-                "{} capabilities, but a task has {SLOTS} slots (amber_core::SLOTS)",
-                t.caps.len()
-            ));
-        }
-        let regions = OWN_REGIONS + t.caps.iter().filter(|c| memory_name(c).is_some()).count();
-        if regions > MAX_REGIONS {
-            return bad(&format!(
-                "{regions} memory regions (code, RAM and memory capabilities), but PMP \
-                 confines a task to {MAX_REGIONS} (amber_core::MAX_REGIONS)"
-            ));
         }
         if let Some(k) = t.env.keys().find(|k| {
             k.is_empty()
@@ -285,25 +245,6 @@ pub fn load(path: &Path) -> Result<App, String> {
         }
     }
     Ok(app)
-}
-
-/// The kernel objects the caps of `app` create at boot: endpoints and notifications
-/// once per name, every other cap (but a task cap) one each.
-fn kernel_objects_of_caps(app: &App) -> usize {
-    let mut named = std::collections::BTreeSet::new();
-    let mut new = 0;
-    for c in app.tasks.iter().flat_map(|t| &t.caps) {
-        match c {
-            Cap::Endpoint { name, .. } => named.insert(("endpoint", name)),
-            Cap::Notification { name, .. } => named.insert(("notification", name)),
-            Cap::Task { .. } => false,
-            _ => {
-                new += 1;
-                false
-            }
-        };
-    }
-    named.len() + new
 }
 
 /// For a memory capability, the name the task knows it by (if it has one); `None`

@@ -1,4 +1,5 @@
-//! `cargo xtask`: builds the kernel for the device, boots it in QEMU, runs every test.
+//! `cargo xtask`: builds the kernel for the device, boots it in QEMU (also halted for
+//! gdb), runs every test and sums up what they showed, inspects an NVM image.
 //!
 //! The kernel is built in its own cargo invocation for `riscv32imc-unknown-none-elf`,
 //! so the kernel's single-core atomics (which disable interrupts through `mstatus`)
@@ -6,8 +7,10 @@
 //! hold logic that a test or the kernel needs.
 
 mod app;
+mod gdb;
+mod validate;
 
-use amber_qemu::{ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE};
+use amber_qemu::{check_nvm_size, ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -26,13 +29,21 @@ commands:
       --nvm PATH        NVM image file (default target/amber/nvm.img; created blank if missing)
       --nvm-size BYTES  size of a newly created image (default 4194304)
       --format          erase the NVM and format it anew, whatever it holds
-      --icount          count instructions (-icount shift=0,sleep=off): repeatable timing
+      --icount          count instructions (-icount shift=0,sleep=off): repeatable timing,
+                        and figures in exact instructions (without it they are host time)
       --bootargs ARGS   extra kernel options, e.g. \"amber.log=debug\"
+      --gdb[=PORT]      start halted with QEMU's gdb stub on PORT (default 1234) and print
+                        the gdb-multiarch command that attaches with every symbol file
+      --no-build        boot the image built last (target/amber/apps/APP.elf) as it is
   bench                 print the benchmarks: syscall and IPC cost in instructions (QEMU,
-                        -icount) and the vNV-Heap figures (CSV and SVG in target/vnv-bench)
+                        -icount), the key-value peer comparison (CSV and SVG in
+                        target/kv-bench) and the vNV-Heap figures (target/vnv-bench)
   test [options]        run every check: rustfmt, clippy (host and device), host unit
-                        tests, and the QEMU integration tests in tests/
+                        tests, and the QEMU integration tests in tests/; ends with what
+                        they showed (crash states, crash cycles, syscalls fuzzed)
       --crash-cycles N  crash-and-reboot cycles per workload (default 100)
+  inspect [IMAGE]       decode and verify an NVM image with nvm-inspect (default
+                        target/amber/nvm.img, the one `run` uses)
 ";
 
 fn main() -> ExitCode {
@@ -46,6 +57,7 @@ fn main() -> ExitCode {
         Some("run") => run(&args[1..]),
         Some("test") => test(&args[1..]),
         Some("bench") => bench(),
+        Some("inspect") => inspect(&args[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())
@@ -167,23 +179,43 @@ fn app_names() -> Result<Vec<String>, String> {
     Ok(names)
 }
 
+/// The description of app `name`, `user/apps/NAME.toml`.
+fn load_app(name: &str) -> Result<app::App, String> {
+    app::load(&app_desc(name))
+}
+
+/// The description of app `name`: `user/apps/NAME.toml`.
+fn app_desc(name: &str) -> PathBuf {
+    root().join("user/apps").join(format!("{name}.toml"))
+}
+
+/// The kernel image of app `name`: `target/amber/apps/NAME.elf`.
+fn app_image(name: &str) -> PathBuf {
+    root().join("target/amber/apps").join(format!("{name}.elf"))
+}
+
+/// Where the build of app `name` keeps task `task`'s files (its ELF is `TASK.elf`).
+fn task_dir(name: &str, task: &str) -> PathBuf {
+    root().join("target/amber/apps").join(name).join(task)
+}
+
 /// Builds every task of `user/apps/NAME.toml` at its place, for an NVM of `nvm_size`
 /// bytes, then the kernel carrying them; returns `target/amber/apps/NAME.elf`.
 fn build_app(name: &str, nvm_size: u64) -> Result<PathBuf, String> {
     ensure_target()?;
-    let desc = root().join("user/apps").join(format!("{name}.toml"));
-    let app = app::load(&desc)?;
+    let app = load_app(name)?;
     let nvm_size = u32::try_from(nvm_size).map_err(|_| {
         format!("an NVM of {nvm_size} bytes is larger than the 4 GiB Amber addresses")
     })?;
     let placed = app::place(&app, nvm_size)?;
+    validate::check(&placed, &app_desc(name))?;
     let out = root().join("target/amber/apps").join(name);
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let runtime = root().join("user/runtime");
     let mut built = Vec::new();
     for p in placed {
-        let dir = out.join(&p.task.name);
+        let dir = task_dir(name, &p.task.name);
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         std::fs::write(dir.join("memory.x"), app::memory_x(&p))
@@ -195,6 +227,9 @@ fn build_app(name: &str, nvm_size: u64) -> Result<PathBuf, String> {
                     "rustc",
                     "--release",
                     "-p",
+                    &p.task.krate,
+                    // The task's program (its package may have a library too).
+                    "--bin",
                     &p.task.krate,
                     "--target",
                     TARGET,
@@ -217,7 +252,7 @@ fn build_app(name: &str, nvm_size: u64) -> Result<PathBuf, String> {
     std::fs::write(&app_rs, app::generate(&app, &built, nvm_size))
         .map_err(|e| format!("cannot write {}: {e}", app_rs.display()))?;
     let kernel = build_kernel(Some(&app_rs))?;
-    let image = root().join("target/amber/apps").join(format!("{name}.elf"));
+    let image = app_image(name);
     std::fs::copy(&kernel, &image).map_err(|e| format!("cannot copy the kernel image: {e}"))?;
     Ok(image)
 }
@@ -227,6 +262,8 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut size = DEFAULT_NVM_SIZE;
     let mut bootargs = Vec::new();
     let mut icount = false;
+    let mut gdb = None;
+    let mut build = true;
     let mut app = "demo".to_owned();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -247,12 +284,39 @@ fn run(args: &[String]) -> Result<(), String> {
             "--format" => bootargs.push("amber.format".to_owned()),
             "--icount" => icount = true,
             "--bootargs" => bootargs.push(value("--bootargs")?),
-            other => return Err(format!("unknown option `{other}` for run\n\n{USAGE}")),
+            "--gdb" => gdb = Some(gdb::DEFAULT_PORT),
+            "--no-build" => build = false,
+            other => match other.strip_prefix("--gdb=") {
+                Some(port) => {
+                    gdb =
+                        Some(port.parse().map_err(|_| {
+                            format!("--gdb=PORT takes a TCP port number, not `{port}`")
+                        })?)
+                }
+                None => return Err(format!("unknown option `{other}` for run\n\n{USAGE}")),
+            },
         }
     }
     find_qemu().map_err(|e| e.to_string())?;
+    // Before the build: an image QEMU or the kernel would not take is named at once.
     let existing = std::fs::metadata(&nvm).map(|m| m.len()).ok();
-    let kernel = build_app(&app, existing.unwrap_or(size))?;
+    match existing {
+        Some(len) => check_nvm_size(len).map_err(|e| format!("--nvm {}: {e}", nvm.display()))?,
+        None => check_nvm_size(size).map_err(|e| format!("--nvm-size {size}: {e}"))?,
+    }
+    let kernel = if build {
+        build_app(&app, existing.unwrap_or(size))?
+    } else {
+        let image = app_image(&app);
+        if !image.is_file() {
+            return Err(format!(
+                "--no-build: there is no image of app `{app}` at {}; build it first \
+                 (`cargo xtask build {app}`, or run without --no-build)",
+                image.display()
+            ));
+        }
+        image
+    };
     if ensure_nvm_image(&nvm, size).map_err(|e| format!("cannot create {}: {e}", nvm.display()))? {
         eprintln!(
             "xtask: created a blank NVM image {} of {size} bytes",
@@ -262,15 +326,40 @@ fn run(args: &[String]) -> Result<(), String> {
     let size = std::fs::metadata(&nvm)
         .map_err(|e| format!("cannot read {}: {e}", nvm.display()))?
         .len();
-    let mut machine = Machine::new(kernel)
+    let mut machine = Machine::new(&kernel)
         .nvm(&nvm, size)
         .bootargs(&bootargs.join(" "));
     machine.icount = icount;
     machine.console = Console::Terminal;
+    machine.gdb = gdb;
     eprintln!(
         "xtask: booting Amber in QEMU (quit with Ctrl-A X); NVM {}",
         nvm.display()
     );
+    if let Some(port) = gdb {
+        let tasks = load_app(&app)?
+            .tasks
+            .iter()
+            .map(|t| task_dir(&app, &t.name).join(format!("{}.elf", t.name)))
+            .collect::<Vec<_>>();
+        if let Some(missing) = tasks.iter().find(|t| !t.is_file()) {
+            return Err(format!(
+                "the symbols of a task are missing: {} (build the app again)",
+                missing.display()
+            ));
+        }
+        let have_gdb = amber_qemu::on_path(gdb::GDB).is_some();
+        eprintln!(
+            "xtask: QEMU waits, halted, for gdb on localhost:{port}; attach with {}{}:\n{}",
+            gdb::GDB,
+            if have_gdb {
+                String::new()
+            } else {
+                format!(" (not installed: apt-get install {})", gdb::GDB_PACKAGE)
+            },
+            gdb::attach_command(&kernel, &tasks, port)
+        );
+    }
     let mut cmd = machine.command().map_err(|e| e.to_string())?;
     let status = cmd
         .status()
@@ -280,6 +369,30 @@ fn run(args: &[String]) -> Result<(), String> {
         Some(code) => Err(format!("Amber stopped with exit code {code}")),
         None => Err(format!("QEMU was stopped by a signal ({status})")),
     }
+}
+
+/// `cargo xtask inspect [IMAGE]`: nvm-inspect on IMAGE (relative to where the command
+/// was given), by default the image `run` uses.
+fn inspect(args: &[String]) -> Result<(), String> {
+    let image = match args {
+        [] => root().join("target/amber/nvm.img"),
+        [path] if !path.starts_with('-') => std::env::current_dir()
+            .map_err(|e| format!("cannot tell the current directory: {e}"))?
+            .join(path),
+        _ => return Err(format!("usage: cargo xtask inspect [IMAGE]\n\n{USAGE}")),
+    };
+    if !image.is_file() {
+        return Err(format!(
+            "there is no NVM image at {} (`cargo xtask run` creates target/amber/nvm.img)",
+            image.display()
+        ));
+    }
+    step(
+        &format!("inspecting {}", image.display()),
+        cargo()
+            .args(["run", "--quiet", "-p", "nvm-inspect", "--"])
+            .arg(&image),
+    )
 }
 
 fn test(args: &[String]) -> Result<(), String> {
@@ -333,17 +446,44 @@ fn test(args: &[String]) -> Result<(), String> {
     for name in app_names()? {
         build_app(&name, DEFAULT_NVM_SIZE)?;
     }
+    let summary = root().join("target/amber/test-summary.txt");
+    let _ = std::fs::remove_file(&summary);
+    let xtask = std::env::current_exe().map_err(|e| format!("cannot find xtask itself: {e}"))?;
     let mut cmd = cargo();
     cmd.args(["test", "--workspace"])
         .env("AMBER_KERNEL", &kernel)
-        .env("AMBER_APPS", root().join("target/amber/apps"));
+        .env("AMBER_APPS", root().join("target/amber/apps"))
+        .env("AMBER_XTASK", xtask)
+        .env(amber_test_summary::SUMMARY_VAR, &summary);
     if let Some(n) = cycles {
         cmd.env("AMBER_CRASH_CYCLES", n.to_string());
     }
     step(
         "running host unit tests and QEMU integration tests",
         &mut cmd,
-    )
+    )?;
+    print_summary(&summary)
+}
+
+/// Prints the figures the tests recorded (`amber-test-summary`), sorted so that the
+/// same run reads the same way whatever order the tests finished in.
+fn print_summary(path: &Path) -> Result<(), String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines.sort_unstable();
+    if lines.is_empty() {
+        eprintln!("xtask: every check passed (no test recorded figures)");
+        return Ok(());
+    }
+    println!("xtask: every check passed; what the tests showed:");
+    for l in lines {
+        println!("  {l}");
+    }
+    Ok(())
 }
 
 /// Boots `kernel` under `-icount shift=0,sleep=off` on a fresh NVM image with
@@ -412,7 +552,7 @@ fn bench() -> Result<(), String> {
     icount_run(&kernel, "", "[bench] bench:", 2)?;
     println!("== checkpoint pause and recovery (amber.test=ckpt-bench, -icount) ==");
     let kernel = build_kernel(None)?;
-    icount_run(&kernel, "amber.test=ckpt-bench", "ckbench:", 16)?;
+    icount_run(&kernel, "amber.test=ckpt-bench", "ckbench:", 24)?;
     println!("== task memory tracking on the bank app: PMP write protection vs whole copy ==");
     let kernel = build_app("bank", DEFAULT_NVM_SIZE)?;
     for mode in ["protect", "copy"] {
@@ -433,6 +573,28 @@ fn bench() -> Result<(), String> {
         let kernel = build_app(app, DEFAULT_NVM_SIZE)?;
         icount_run(&kernel, "", "[heapbench] heapbench:", 8)?;
     }
+    println!("== key-value stores: amber-kv against sequential-storage's flash map (kvbench app, -icount) ==");
+    // 50 result lines (10 workloads x 5 stores) and `kvbench: done`; tools/kv-bench
+    // prices them with the devices' datasheet timings (table, CSV and SVG).
+    let kernel = build_app("kvbench", DEFAULT_NVM_SIZE)?;
+    let lines = icount_run(&kernel, "", "[kvbench] kvbench:", 51)?;
+    let out = root().join("target/kv-bench");
+    std::fs::create_dir_all(&out)
+        .and_then(|()| std::fs::write(out.join("kvbench.txt"), lines.join("\n")))
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    step(
+        "pricing the key-value runs (tools/kv-bench)",
+        cargo().args([
+            "run",
+            "--release",
+            "-p",
+            "kv-bench",
+            "--",
+            "target/kv-bench/kvbench.txt",
+            "--out",
+            "target/kv-bench",
+        ]),
+    )?;
     step(
         "running the vNV-Heap benchmarks (tools/vnv-bench)",
         cargo().args([

@@ -39,7 +39,7 @@
 //! | 17 | `CapInfo` | a0 = slot | a1 = [`ObjKind`], a2 = [`Rights`] bits, a3 = badge | `BadSlot`, `EmptySlot` |
 //! | 18 | `ObjDelete` | a0 = slot | – | slot errors, `NoRights` (DELETE), `WrongKind` (CapGroup) |
 //! | 19 | `TaskInfo` | a0 = task slot or [`NO_SLOT`] for the caller | a1 = thread id, a2 = [`TaskState`], a3 = exit code | slot errors, `NoRights` (READ) |
-//! | 20 | `Now` | – | a1/a2 = ticks since boot, low/high | – |
+//! | 20 | `Now` | – | a1/a2 = ticks since boot, low/high; a3 = 1 when the `cycle` and `instret` counters count exactly (QEMU `-icount`), 0 when they follow a clock (then they are no instruction count) | – |
 //! | 21 | `Checkpoint` | – | – (blocks until a checkpoint containing the caller has committed) | `CheckpointFailed`, `Interrupted` (a persist callback: persist, then `PersistDone`) |
 //! | 22 | `CommitWatch` | a0 = pointer to the 16-byte watch block (see below), 0 = remove the watch; a1 = notification slot; a2 = bits to signal after each commit; a3 = bits to signal after a restore; a4 = [`WatchFlags`] bits | – | `BadPointer` (the 16 bytes must lie in one non-device region the caller may READ and WRITE), slot errors, `NoRights` (WRITE), `BadArgument` (unknown flag bits) |
 //! | 23 | `PersistDone` | a0 = the caller's static bound on its persist work in instructions (0 = none; the kernel reports it next to the measured cost on a power failure) | – (the checkpoint the kernel was waiting for has been taken when the caller runs again) | `WrongState` (no persist was asked of the caller) |

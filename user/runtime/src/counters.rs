@@ -1,7 +1,8 @@
 //! The hart's cycle and retired-instruction counters, as U-mode reads them (the kernel
 //! enables them in `mcounteren`). Without `-icount`, QEMU's counters follow the host
-//! clock; with `-icount shift=0,sleep=off` they count instructions exactly. Reading
-//! them never changes anything.
+//! clock; with `-icount shift=0,sleep=off` they count instructions exactly, and
+//! [`crate::counters_exact`] says which. A task must never print a difference of them
+//! as instructions unless it is. Reading them never changes anything.
 
 /// The low 32 bits of `cycle`.
 #[cfg(target_arch = "riscv32")]

@@ -182,6 +182,14 @@ pub fn now() -> u64 {
     call(Sysno::Now, [0; 6]).map_or(0, |r| r[1] as u64 | (r[2] as u64) << 32)
 }
 
+/// Whether [`crate::instret`] and [`crate::cycles`] count exactly (QEMU `-icount`):
+/// only then is a difference of two `instret` readings an instruction count; otherwise
+/// the counters follow the host's clock. Ask before printing a figure, not once: a
+/// restore may resume the task on a machine that counts the other way.
+pub fn counters_exact() -> bool {
+    call(Sysno::Now, [0; 6]).is_ok_and(|r| r[3] == 1)
+}
+
 /// Asks for a whole-system checkpoint and returns once it has committed: everything
 /// this task did before the call survives any later power cut.
 pub fn checkpoint() -> Result<(), Error> {

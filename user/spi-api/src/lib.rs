@@ -5,16 +5,27 @@
 //! driver holds all of it, its pending-entry index first ([`INDEX_BYTES`]), and the
 //! client with badge `b` the [`MAX_CHUNK`] bytes at [`buffer_offset`]`(b)` of it, which
 //! the app grants as a part of `spi`. A request is a Call on the driver's endpoint with
-//! four words `[op, addr, len, buffer]` and no message bytes: a write's bytes are at
-//! the start of the buffer, and a read's come back there; `buffer` is where the client
-//! has it, which the driver checks against where it expects the badge's buffer, so an
-//! app that grants the parts wrongly gets `BadRequest`, not a fault. The reply is `[status, writer index low, writer index high, free ring
-//! bytes]`. A write is durable in the driver's ring when the reply arrives, but reaches
-//! the chip only after the checkpoint that covers it has committed; a read sees the
-//! device with every pending write laid over it. The client is blocked in its Call
-//! while the driver uses the buffer, so the two never touch it at once; the driver
-//! still copies a write out of it before it checks anything. This crate holds numbers
-//! and client calls only, never driver logic.
+//! four words `[op, addr, len, check]` and no message bytes: a write's bytes are at
+//! the start of the buffer, and a read's come back there. The reply is `[status,
+//! writer index low, writer index high, free ring bytes]` for a write and `[status,
+//! writer index low, writer index high, check]` for a read. A write is durable in the
+//! driver's ring when the reply arrives, but reaches the chip only after the checkpoint
+//! that covers it has committed; a read sees the device with every pending write laid
+//! over it. The client is blocked in its Call while the driver uses the buffer, so the
+//! two never touch it at once; the driver still copies a write out of it before it
+//! checks anything.
+//!
+//! The check word is the [`payload_check`] of the bytes in the buffer. The buffer lies
+//! outside the checkpoint but the message words do not (they are the threads'
+//! registers): a checkpoint taken while a request is in flight (the driver has it but
+//! has not copied the write's bytes yet, or has replied to a read whose bytes the
+//! client has not copied out yet) comes back after a restore with the words and
+//! without the bytes. Whoever reads the buffer compares: the driver refuses a write
+//! whose bytes do not match ([`SpiError::Stale`], nothing written) and the client
+//! writes the buffer again; the client reads again. [`Client`] does both. The same
+//! check catches an app that grants a client the wrong part of `spi`: client and
+//! driver then never see the same bytes, and every request ends `Stale`. This crate
+//! holds numbers and client calls only, never driver logic.
 
 #![cfg_attr(not(test), no_std)]
 
@@ -42,6 +53,19 @@ pub const fn buffer_offset(badge: u32) -> Option<usize> {
     Some(INDEX_BYTES + (badge as usize - 1) * MAX_CHUNK)
 }
 
+/// Requests a [`Client`] makes for one write or read whose buffer a restore lost
+/// ([`SpiError::Stale`]) before it gives up: each loss takes a restore, so more than a
+/// few in a row mean the buffer is not the client's alone.
+const ATTEMPTS: usize = 8;
+
+const CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
+
+/// The check word of the bytes a request or a read's reply leaves in the buffer: their
+/// CRC-32 (ISO-HDLC).
+pub fn payload_check(bytes: &[u8]) -> u32 {
+    CRC32.checksum(bytes)
+}
+
 /// Why the driver refused a request (the reply's status word, 0 = success).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpiError {
@@ -57,6 +81,10 @@ pub enum SpiError {
     /// asks itself: it must keep serving persist callbacks during the checkpoint's
     /// persist phase.
     Full,
+    /// The buffer does not hold the bytes the request's check word describes: a
+    /// restore found the request in flight and lost the buffer (it is outside the
+    /// checkpoint). Nothing was written; write the buffer again and repeat.
+    Stale,
     /// The IPC itself failed.
     Ipc(Error),
 }
@@ -69,6 +97,7 @@ impl SpiError {
             SpiError::BadRequest => 2,
             SpiError::Device | SpiError::Ipc(_) => 3,
             SpiError::Full => 4,
+            SpiError::Stale => 5,
         }
     }
 
@@ -78,6 +107,7 @@ impl SpiError {
             1 => Err(SpiError::OutsideDevice),
             2 => Err(SpiError::BadRequest),
             4 => Err(SpiError::Full),
+            5 => Err(SpiError::Stale),
             _ => Err(SpiError::Device),
         }
     }
@@ -126,41 +156,51 @@ impl Client {
     }
 
     /// Writes `data` (at most [`MAX_CHUNK`] bytes) at `addr`. A full ring is
-    /// [`SpiError::Full`]: ask for a checkpoint and write again.
+    /// [`SpiError::Full`]: ask for a checkpoint and write again. A buffer a restore
+    /// lost is filled and sent again here (see the crate doc).
     pub fn write(&mut self, addr: u32, data: &[u8]) -> Result<Written, SpiError> {
         if data.len() > MAX_CHUNK {
             return Err(SpiError::BadRequest);
         }
-        // SAFETY: `new`'s contract: the buffer holds MAX_CHUNK bytes this task may
-        // write, and only the driver (blocked in Recv, or serving another client) and
-        // other `Client`s (not running: this one is) use it.
-        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.buf, data.len()) };
-        let r = self.call(OP_WRITE, addr, data.len())?;
-        Ok(Written {
-            writer: r[1] as u64 | (r[2] as u64) << 32,
-            free: r[3],
-        })
+        let check = payload_check(data);
+        for _ in 0..ATTEMPTS {
+            // SAFETY: `new`'s contract: the buffer holds MAX_CHUNK bytes this task may
+            // write, and only the driver (blocked in Recv, or serving another client)
+            // and other `Client`s (not running: this one is) use it.
+            unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.buf, data.len()) };
+            match self.call(OP_WRITE, addr, data.len(), check) {
+                Err(SpiError::Stale) => continue,
+                r => {
+                    return r.map(|r| Written {
+                        writer: r[1] as u64 | (r[2] as u64) << 32,
+                        free: r[3],
+                    })
+                }
+            }
+        }
+        Err(SpiError::Stale)
     }
 
     /// Reads `buf.len()` bytes (at most [`MAX_CHUNK`]) at `addr`, including writes
-    /// not yet on the chip.
+    /// not yet on the chip. Bytes a restore lost from the buffer are read again (see
+    /// the crate doc).
     pub fn read(&mut self, addr: u32, buf: &mut [u8]) -> Result<(), SpiError> {
         if buf.len() > MAX_CHUNK {
             return Err(SpiError::BadRequest);
         }
-        self.call(OP_READ, addr, buf.len())?;
-        // SAFETY: as in `write`; the driver wrote these bytes before it replied.
-        unsafe { core::ptr::copy_nonoverlapping(self.buf, buf.as_mut_ptr(), buf.len()) };
-        Ok(())
+        for _ in 0..ATTEMPTS {
+            let r = self.call(OP_READ, addr, buf.len(), 0)?;
+            // SAFETY: as in `write`; the driver wrote these bytes before it replied.
+            unsafe { core::ptr::copy_nonoverlapping(self.buf, buf.as_mut_ptr(), buf.len()) };
+            if payload_check(buf) == r[3] {
+                return Ok(());
+            }
+        }
+        Err(SpiError::Stale)
     }
 
-    fn call(&mut self, op: u32, addr: u32, len: usize) -> Result<[u32; 4], SpiError> {
-        let r = call_ep(
-            self.ep,
-            [op, addr, len as u32, self.buf as usize as u32],
-            None,
-        )
-        .map_err(SpiError::Ipc)?;
+    fn call(&mut self, op: u32, addr: u32, len: usize, check: u32) -> Result<[u32; 4], SpiError> {
+        let r = call_ep(self.ep, [op, addr, len as u32, check], None).map_err(SpiError::Ipc)?;
         SpiError::from_status(r[0])?;
         Ok(r)
     }
@@ -188,12 +228,26 @@ mod tests {
     }
 
     #[test]
+    fn the_check_is_crc32_and_tells_a_lost_buffer_from_the_bytes_written() {
+        assert_eq!(payload_check(b"123456789"), 0xCBF4_3926, "CRC-32/ISO-HDLC");
+        // What a restore leaves of a buffer on QEMU: zeros.
+        let record = 3076u32.to_le_bytes();
+        assert_ne!(payload_check(&record), payload_check(&[0; 4]));
+        assert_ne!(
+            payload_check(&[0; 4]),
+            payload_check(&[0; 5]),
+            "the length counts"
+        );
+    }
+
+    #[test]
     fn statuses_round_trip() {
         for e in [
             SpiError::OutsideDevice,
             SpiError::BadRequest,
             SpiError::Device,
             SpiError::Full,
+            SpiError::Stale,
         ] {
             assert_eq!(SpiError::from_status(e.status()), Err(e));
         }

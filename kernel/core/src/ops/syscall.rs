@@ -89,7 +89,8 @@ impl Kernel {
             Sysno::TaskInfo => self.sys_task_info(t, a[0]),
             Sysno::Now => {
                 let now = plat.now_ticks();
-                Outcome::Done(Ok(Results::of(&[now as u32, (now >> 32) as u32])))
+                let exact = u32::from(plat.counter_exact());
+                Outcome::Done(Ok(Results::of(&[now as u32, (now >> 32) as u32, exact])))
             }
             Sysno::Checkpoint => self.sys_checkpoint(t),
             Sysno::CommitWatch => self.sys_commit_watch(t, a),

@@ -100,6 +100,7 @@ pub struct FakePlat {
     pub enabled: Vec<u32>,
     pub completed: Vec<u32>,
     pub now: u64,
+    pub counter_exact: bool,
 }
 
 impl Platform for FakePlat {
@@ -117,6 +118,9 @@ impl Platform for FakePlat {
     }
     fn counter(&self) -> u64 {
         self.now * 1000
+    }
+    fn counter_exact(&self) -> bool {
+        self.counter_exact
     }
 }
 

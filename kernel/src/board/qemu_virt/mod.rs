@@ -148,21 +148,27 @@ mod device {
             CONSOLE.lock().init();
         }
 
-        /// The `/chosen/bootargs` of the device tree QEMU passes in a1 (empty if none).
-        fn boot_options(boot: [usize; 2]) -> &'static str {
+        /// The `/chosen/bootargs` of the device tree QEMU passes in a1 (empty if none),
+        /// as raw bytes without the terminating NUL: whether they are UTF-8 is for the
+        /// parser to say (the fdt crate's `bootargs()` drops them silently if not).
+        fn boot_options(boot: [usize; 2]) -> &'static [u8] {
             let dtb = boot[1];
             // SAFETY: QEMU places a valid flattened device tree at `dtb` above the
             // kernel image, and nothing ever writes there, so it lives for the run.
             let options = match unsafe { fdt::Fdt::from_ptr(dtb as *const u8) } {
-                Ok(tree) => tree.chosen().bootargs().unwrap_or(""),
+                Ok(tree) => tree
+                    .find_node("/chosen")
+                    .and_then(|n| n.property("bootargs"))
+                    .map(|p| p.value.strip_suffix(&[0]).unwrap_or(p.value))
+                    .unwrap_or(&[]),
                 Err(e) => {
                     log::warn!("no usable device tree at {dtb:#x} ({e:?}): no boot options");
-                    ""
+                    &[]
                 }
             };
             let icount = options
-                .split_ascii_whitespace()
-                .any(|w| w == "amber.icount");
+                .split(u8::is_ascii_whitespace)
+                .any(|w| w == b"amber.icount");
             ICOUNT.store(icount, Ordering::Relaxed);
             options
         }
@@ -256,8 +262,8 @@ mod device {
             mmio_write(PLIC_CLAIM_CTX0, irq);
         }
 
-        fn uptime_ms() -> u64 {
-            mtime() / (MTIME_HZ / 1000)
+        fn uptime_us() -> u64 {
+            mtime() / (MTIME_HZ / 1_000_000)
         }
 
         /// `minstret`.

@@ -4,6 +4,7 @@
 //! move) and charges its CPU work to a [`Meter`]. They depend on `counting` and `cost`
 //! only, never on the vNV-Heap, so that no heap behaviour leaks into a baseline.
 
+pub mod clock_cache;
 pub mod copy_all;
 pub mod managed_state;
 pub mod module_swap;

@@ -9,23 +9,27 @@ pub mod fig2_reference;
 pub mod fig3_queue;
 pub mod fig4_persist;
 pub mod fig5_kv;
+pub mod traffic;
 
 use crate::cost::{Cost, StorageModel};
 use crate::plot::Panel;
 use crate::table::Table;
-use std::sync::OnceLock;
+use std::cell::Cell;
 
-static MODEL: OnceLock<StorageModel> = OnceLock::new();
-
-/// Chooses the storage model for the whole run; only the first call counts.
-pub fn set_model(model: StorageModel) {
-    let _ = MODEL.set(model);
+thread_local! {
+    static MODEL: Cell<StorageModel> = const { Cell::new(StorageModel::WORD) };
 }
 
-/// The storage model every figure uses: the library's cost model unless `main` chose
-/// the paper fit (see `cost.rs` and `vnv.rs`).
+/// Chooses the storage model the figures run next use (`main` runs them under each
+/// model it was asked for).
+pub fn set_model(model: StorageModel) {
+    MODEL.with(|m| m.set(model));
+}
+
+/// The storage model every figure uses now (see `cost.rs`): the paper's word model
+/// unless `main` chose another.
 pub fn model() -> StorageModel {
-    *MODEL.get_or_init(crate::vnv::library_storage_model)
+    MODEL.with(Cell::get)
 }
 
 /// Microseconds of `cost` under [`model`].

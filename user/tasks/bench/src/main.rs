@@ -1,11 +1,12 @@
 //! bench: measures the cost of a null syscall and of an IPC round trip (Call to an
 //! echo server and its Reply), in retired instructions counted by `minstret` (the whole
-//! hart: user and kernel). Run under `-icount shift=0,sleep=off` the figures repeat
-//! exactly. It prints figures; it never judges them.
+//! hart: user and kernel), under `-icount shift=0,sleep=off`, where they are exact and
+//! repeat; without it (`amber_user::counters_exact`) it says so and measures nothing.
+//! It prints figures; it never judges them.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-use amber_user::{call_ep, instret, null, println};
+use amber_user::{call_ep, counters_exact, instret, null, println};
 
 amber_user::main!(main);
 
@@ -28,6 +29,12 @@ fn per_op(f: impl Fn()) -> u32 {
 }
 
 fn main() {
+    if !counters_exact() {
+        println!(
+            "bench: not measured: instret counts instructions only under -icount (cargo xtask bench, or run --icount)"
+        );
+        return;
+    }
     let null_cost = per_op(null);
     let ipc_cost = per_op(|| {
         let _ = call_ep(ECHO, [1, 2, 3, 4], None);

@@ -3,8 +3,11 @@
 //! eternal area `ring`). Its memory `spi`, RAM the kernel never checkpoints, holds an
 //! index of the ring's pending entries (emptied at every open of the ring, so a read
 //! scans it instead of the ring's records) and one buffer per client, shared with
-//! that client. Where each lies the app description decides (`amber_user::memory!`). Clients write and read by IPC (endpoint, slot 0;
-//! the badge names the client and its buffer; protocol in `amber-spi-api`). A write is
+//! that client. Where each lies the app description decides (`amber_user::memory!`).
+//! Clients write and read by IPC (endpoint, slot 0; the badge names the client and its
+//! buffer; protocol in `amber-spi-api`: a write whose bytes do not match its request's
+//! check word, because a restore lost the shared buffer while the request was in
+//! flight, is refused and sent again). A write is
 //! appended to the ring and reaches the chip only once the checkpoint that covers it
 //! has committed: the kernel's commit watch (notification, slot 1) reports the ring's
 //! writer index as it was in each committed checkpoint, and the driver applies the ring
@@ -19,10 +22,13 @@
 use amber_format::Region;
 use amber_fram::{EmuFram, Fram, Part};
 use amber_nvm::MmioNvm;
-use amber_spi_api::{buffer_offset, SpiError, INDEX_BYTES, MAX_CHUNK, OP_READ, OP_WRITE};
+use amber_spi_api::{
+    buffer_offset, payload_check, SpiError, INDEX_BYTES, MAX_CHUNK, OP_READ, OP_WRITE,
+};
 use amber_user::abi::NO_SLOT;
 use amber_user::{
-    build_setting, commit_watch, memory, poll, println, recv, reply, IpcDesc, Memory, WatchFlags,
+    build_setting, commit_watch, counters_exact, memory, poll, println, recv, reply, IpcDesc,
+    Memory, WatchFlags,
 };
 use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
 
@@ -67,7 +73,9 @@ static mut WATCH: [u64; 2] = [0; 2];
 
 type Device = Fram<EmuFram<MmioNvm>>;
 
-/// Spends `cycles` CPU cycles: the time the SPI transfer would take.
+/// Spends `cycles` CPU cycles: the time the SPI transfer would take (cycles of the
+/// `cycle` counter, which counts exactly only under `-icount`; without it, ticks of
+/// the host's clock).
 fn spend(cycles: u32) {
     let start = amber_user::cycles();
     while amber_user::cycles().wrapping_sub(start) < cycles {
@@ -114,11 +122,16 @@ fn main() {
     let (mut ring, _) = IndexedRing::open(&mut ring_nvm, &mut fram, region, RingIndex(0), slots)
         .expect("open the ring");
     println!(
-        "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes at {} cycles per wire byte",
+        "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes at {} {} per wire byte",
         ring.ring().capacity(),
         INDEX_SLOTS,
         FRAM_PART.size(),
-        CYCLES_PER_BYTE
+        CYCLES_PER_BYTE,
+        if counters_exact() {
+            "cycles"
+        } else {
+            "host clock ticks (cycles only under -icount)"
+        }
     );
     // A write's bytes, copied out of the client's buffer before anything checks them;
     // a read's, before they go to the buffer. Also what a Recv takes (and drops) of
@@ -138,12 +151,10 @@ fn main() {
             continue;
         };
         events(&mut ring, &mut ring_nvm, &mut fram, watch, &mut applies);
-        let (op, addr, len) = (w[0], w[1], w[2] as usize);
-        // The client says where it has its buffer: the app must have granted it the
-        // part of `spi` its badge names.
-        let shared = buffer_offset(badge)
-            .map(|at| SPI.base + at)
-            .filter(|&at| at == w[3] as usize);
+        let (op, addr, len, check) = (w[0], w[1], w[2] as usize, w[3]);
+        // A read's reply carries the check of the bytes it leaves in the buffer.
+        let mut read_check = None;
+        let shared = buffer_offset(badge).map(|at| SPI.base + at);
         let status = match shared {
             Some(shared) if len <= MAX_CHUNK => match op {
                 OP_WRITE => {
@@ -153,7 +164,13 @@ fn main() {
                     unsafe {
                         core::ptr::copy_nonoverlapping(shared as *const u8, buf.as_mut_ptr(), len)
                     };
-                    write(&mut ring, &mut ring_nvm, watch, addr, &buf[..len])
+                    // Not the bytes the client sent: a restore lost the buffer while
+                    // the request was in flight (amber-spi-api's crate doc).
+                    if payload_check(&buf[..len]) != check {
+                        Err(SpiError::Stale)
+                    } else {
+                        write(&mut ring, &mut ring_nvm, watch, addr, &buf[..len])
+                    }
                 }
                 OP_READ => ring
                     .read(&mut ring_nvm, &mut fram, addr, &mut buf[..len])
@@ -161,7 +178,8 @@ fn main() {
                         // SAFETY: as for a write.
                         unsafe {
                             core::ptr::copy_nonoverlapping(buf.as_ptr(), shared as *mut u8, len)
-                        }
+                        };
+                        read_check = Some(payload_check(&buf[..len]));
                     })
                     .map_err(device_error),
                 _ => Err(SpiError::BadRequest),
@@ -173,7 +191,7 @@ fn main() {
             status.err().map_or(0, SpiError::status),
             writer as u32,
             (writer >> 32) as u32,
-            ring.ring().free_bytes(),
+            read_check.unwrap_or_else(|| ring.ring().free_bytes()),
         ];
         let _ = reply(words, None);
     }
