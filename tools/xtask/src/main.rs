@@ -489,6 +489,10 @@ fn print_summary(path: &Path) -> Result<(), String> {
 /// Boots `kernel` under `-icount shift=0,sleep=off` on a fresh NVM image with
 /// `bootargs`, prints every console line containing `marker` until `count` of them
 /// have come (or the machine stops), and returns them.
+/// The longest a benchmark guest may print nothing (host time; generous, since under
+/// `-icount` the guest runs far behind real time and the machine may be busy).
+const BENCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 fn icount_run(
     kernel: &Path,
     bootargs: &str,
@@ -512,9 +516,37 @@ fn icount_run(
         .spawn()
         .map_err(|e| format!("cannot start QEMU: {e}"))?;
     let stdout = child.stdout.take().expect("stdout is piped");
+    // The lines arrive through a thread, so that a guest that stops printing (a
+    // benchmark that hangs) ends the run after BENCH_TIMEOUT instead of never.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut found = Vec::new();
-    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
-        let Ok(line) = line else { break };
+    let mut last = Vec::new();
+    loop {
+        let line = match rx.recv_timeout(BENCH_TIMEOUT) {
+            Ok(line) => line,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the guest printed nothing for {BENCH_TIMEOUT:?} after {} of {count} `{marker}` lines; its last lines:\n{}",
+                    found.len(),
+                    last.join("\n")
+                ));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        if last.len() == 20 {
+            last.remove(0);
+        }
+        last.push(line.clone());
         if line.contains("KERNEL PANIC") {
             let _ = child.kill();
             return Err(format!("the kernel panicked: {line}"));
