@@ -7,7 +7,7 @@
 //! watchdog), [`systimer`] (the periodic tick and the 16 MHz counter), [`intmatrix`]
 //! (peripheral source → CPU interrupt line, enable, type, priority, threshold),
 //! [`gpio`] (IO MUX and GPIO matrix routing, a push-pull output pin for chip select),
-//! [`spi`] (GP-SPI2 as an embedded-hal `SpiBus`). This crate holds sequences, never
+//! [`spi`] (GP-SPI2 as an embedded-hal `SpiBus`), [`uart`] (UART0 as the ROM left it). This crate holds sequences, never
 //! policy: which line the tick uses, what the period is, is the board's choice.
 
 #![cfg_attr(not(test), no_std)]
@@ -17,6 +17,7 @@ pub mod intmatrix;
 pub mod regs;
 pub mod spi;
 pub mod systimer;
+pub mod uart;
 pub mod watchdog;
 
 #[cfg(test)]
