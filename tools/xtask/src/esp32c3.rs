@@ -19,11 +19,12 @@ pub const APPS: &[&str] = &["demo", "ckcounter", "bank"];
 /// The FRAM the board carries (MB85RS4MT): the NVM size apps are built for.
 pub const NVM_SIZE: u64 = 512 * 1024;
 
-/// `build --board BOARD [APP]`.
+/// `build --board BOARD [APP]`: the build, then esptool's validation of the image
+/// (the first run installs esptool from PyPI).
 pub fn build_cmd(args: &[String]) -> Result<(), String> {
     match args {
-        [board] if board == BOARD => build(None).map(|_| ()),
-        [board, name] if board == BOARD => build(Some(name)).map(|_| ()),
+        [board] if board == BOARD => validate(&build(None)?),
+        [board, name] if board == BOARD => validate(&build(Some(name))?),
         [board, ..] => Err(format!(
             "build --board: `{board}` is not a board this command builds images for (only {BOARD}; \
              the QEMU board is `cargo xtask build [APP]`)"
@@ -274,7 +275,12 @@ pub fn validate(bin: &Path) -> Result<(), String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    check_image_info(&text).or_else(|why| fail(&why))
+    check_image_info(&text).or_else(|why| fail(&why))?;
+    println!(
+        "{}: esptool image-info: ESP32-C3, checksum and SHA-256 valid, segments in IRAM/DRAM",
+        bin.display()
+    );
+    Ok(())
 }
 
 /// Reads esptool's `image-info` report (esptool 5).

@@ -28,6 +28,7 @@ commands:
   build --board esp32c3 [APP]
                         the same for the ESP32-C3, and its flashable image:
                         target/amber/esp32c3/APP.elf and APP.bin, validated by esptool
+                        image-info (installed from PyPI into target/esptool-venv)
   run [options]         build, then boot Amber in QEMU with the console on this terminal
                         (quit QEMU with Ctrl-A X)
       --app NAME        the app to boot (user/apps/NAME.toml; default: demo)
