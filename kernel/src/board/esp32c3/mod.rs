@@ -1,7 +1,7 @@
 //! The ESP32-C3 with an MB85RS4MT FRAM on GP-SPI2 (the vNV-Heap paper's board): the
 //! watchdogs off, UART0 as the ROM left it for the console, SYSTIMER COMP0 for the
-//! tick, the interrupt matrix for routing (the C3 has no `mie`/`mip`), vectored
-//! mtvec, and the FRAM through amber-fram's `Fram` over embedded-hal-bus's
+//! tick, the brown-out detector as the power-failure interrupt, the interrupt matrix
+//! for routing (the C3 has no `mie`/`mip`), vectored mtvec, and the FRAM through amber-fram's `Fram` over embedded-hal-bus's
 //! `ExclusiveDevice` on the `amber-esp32c3` SPI driver. Every register sequence is in
 //! `drivers/esp32c3` (host-tested); this file only wires them to lines and pins. It
 //! must never hold policy. Nothing here has run on hardware yet: `docs/esp32c3.md`
@@ -21,7 +21,7 @@ mod device {
     use amber_esp32c3::gpio::{self, OutputPin};
     use amber_esp32c3::intmatrix::{self, Trigger};
     use amber_esp32c3::spi::{Spi2, SpiError};
-    use amber_esp32c3::{systimer, uart, watchdog, Mmio};
+    use amber_esp32c3::{brownout, systimer, uart, watchdog, Mmio};
     use amber_fram::{Fram, Part};
     use core::fmt;
     use embedded_hal::spi::{Operation, SpiDevice};
@@ -29,10 +29,12 @@ mod device {
 
     const TICK_MS: u32 = 10;
     const TICK_PERIOD: u32 = (systimer::COUNTS_PER_SECOND / 1000) as u32 * TICK_MS;
-    /// CPU interrupt lines: the tick, the console; device interrupts get the rest.
+    /// CPU interrupt lines: the tick, the console, the brown-out detector; device
+    /// interrupts get the rest.
     const TICK_LINE: u32 = 1;
     const UART_LINE: u32 = 2;
-    const FIRST_DEVICE_LINE: u32 = 3;
+    const BROWNOUT_LINE: u32 = 3;
+    const FIRST_DEVICE_LINE: u32 = 4;
     const PRIORITY: u32 = 1;
     /// The paper's wiring: SCK GPIO6, MISO GPIO2, MOSI GPIO7; chip select on GPIO10
     /// (the paper leaves it open).
@@ -44,8 +46,8 @@ mod device {
     /// RDID and what an MB85RS4MT answers (Fujitsu, continuation code, density, 03).
     const RDID: u8 = 0x9F;
     const MB85RS4MT_ID: [u8; 4] = [0x04, 0x7F, 0x49, 0x03];
-    /// Ctrl-P on the console stands for the power-failure interrupt until the
-    /// brown-out detector is wired (docs/esp32c3.md).
+    /// Ctrl-P on the console also raises the power-failure event (as on QEMU), for
+    /// bring-up without a bench supply.
     const POWER_FAIL_BYTE: u8 = 0x10;
 
     /// The interrupt line each source was given (0: none), owned by this board.
@@ -166,17 +168,20 @@ mod device {
             Ok(Fram::new(dev, Part::MB85RS4MT))
         }
 
-        /// The 10 ms SYSTIMER tick on line 1 and UART0's receive interrupt on line 2,
-        /// both level-triggered, then `mstatus.MIE`.
+        /// The 10 ms SYSTIMER tick on line 1, UART0's receive interrupt on line 2 and
+        /// the brown-out detector (its reset off) on line 3, all level-triggered, then
+        /// `mstatus.MIE`.
         fn start_interrupts() {
             let mut r = regs();
             let Ok(()) = systimer::start_periodic(&mut r, TICK_PERIOD) else {
                 unreachable!("a 10 ms period fits SYSTIMER's 26 bits")
             };
             uart::enable_rx_interrupt(&mut r);
+            brownout::enable_interrupt(&mut r);
             let routes = [
                 (systimer::TARGET0_SOURCE, TICK_LINE),
                 (uart::SOURCE, UART_LINE),
+                (brownout::SOURCE, BROWNOUT_LINE),
             ];
             for (source, line) in routes {
                 if intmatrix::route(&mut r, source, line, Trigger::Level, PRIORITY).is_err() {
@@ -190,7 +195,8 @@ mod device {
         }
 
         /// `cause` is the CPU line (vectored mode): the tick, the console (drained;
-        /// Ctrl-P is the power failure), or a device line, masked until its driver
+        /// Ctrl-P is the power failure), the brown-out (the power failure), or a device
+        /// line, masked until its driver
         /// acknowledges it.
         fn claim(cause: u32, mut event: impl FnMut(Event)) {
             let mut r = regs();
@@ -208,6 +214,11 @@ mod device {
                     }
                     uart::clear_rx_interrupt(&mut r);
                 }
+                BROWNOUT_LINE => {
+                    if brownout::take_interrupt(&mut r) {
+                        event(Event::PowerFailure)
+                    }
+                }
                 line => {
                     let source = LINES.lock().iter().position(|l| u32::from(*l) == line);
                     intmatrix::set_enabled(&mut r, line, false);
@@ -218,10 +229,10 @@ mod device {
             }
         }
 
-        /// Gives interrupt source `irq` the next free CPU line (lines 3..=31); the
-        /// tick's and the console's sources are the board's own.
+        /// Gives interrupt source `irq` the next free CPU line (lines 4..=31); the
+        /// tick's, the console's and the brown-out's sources are the board's own.
         fn irq_enable(irq: u32) -> bool {
-            if irq == systimer::TARGET0_SOURCE || irq == uart::SOURCE {
+            if [systimer::TARGET0_SOURCE, uart::SOURCE, brownout::SOURCE].contains(&irq) {
                 return false;
             }
             let mut lines = LINES.lock();
