@@ -223,6 +223,76 @@ fn esptool() -> Result<PathBuf, String> {
     Ok(bin)
 }
 
+/// `flash --board esp32c3 APP [--port PORT]`: builds and validates the image, writes
+/// it at flash offset 0 with espflash (installed with `cargo install` when missing)
+/// and opens espflash's monitor. Without a board (no `--port` and no USB serial
+/// device) it stops before building, saying so.
+pub fn flash_cmd(args: &[String]) -> Result<(), String> {
+    let usage = "usage: cargo xtask flash --board esp32c3 APP [--port PORT]";
+    let (name, port) = match args {
+        [flag, board, name] if flag == "--board" && board == BOARD => (name, None),
+        [flag, board, name, p, port] if flag == "--board" && board == BOARD && p == "--port" => {
+            (name, Some(PathBuf::from(port)))
+        }
+        _ => return Err(usage.to_owned()),
+    };
+    let port = match port {
+        Some(p) if p.exists() => p,
+        Some(p) => {
+            return Err(format!(
+                "no serial port {}: is the board attached?",
+                p.display()
+            ))
+        }
+        None => serial_ports()?.into_iter().next().ok_or(concat!(
+            "no ESP32-C3 attached: no USB serial device (/dev/ttyUSB*, /dev/ttyACM*); ",
+            "connect the board or name its port with --port"
+        ))?,
+    };
+    let bin = build(Some(name))?;
+    validate(&bin)?;
+    if Command::new("espflash").arg("--version").output().is_err() {
+        step(
+            "installing espflash (cargo install espflash --locked)",
+            Command::new("cargo").args(["install", "espflash", "--locked"]),
+        )?;
+    }
+    step(
+        &format!(
+            "writing {} to flash offset 0 through {}",
+            bin.display(),
+            port.display()
+        ),
+        Command::new("espflash")
+            .args(["write-bin", "--port"])
+            .arg(&port)
+            .arg("0x0")
+            .arg(&bin),
+    )?;
+    step(
+        "opening the monitor (quit: Ctrl-C)",
+        Command::new("espflash")
+            .args(["monitor", "--port"])
+            .arg(&port),
+    )
+}
+
+/// The USB serial devices there are, in name order.
+fn serial_ports() -> Result<Vec<PathBuf>, String> {
+    let dev = std::fs::read_dir("/dev").map_err(|e| format!("cannot list /dev: {e}"))?;
+    let mut ports: Vec<PathBuf> = dev
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("ttyUSB") || n.starts_with("ttyACM"))
+        })
+        .collect();
+    ports.sort();
+    Ok(ports)
+}
+
 /// The device lint of the kernel with this board (in the board's own target folder).
 pub fn lint() -> Result<(), String> {
     step(

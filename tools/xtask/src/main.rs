@@ -29,6 +29,9 @@ commands:
                         the same for the ESP32-C3, and its flashable image:
                         target/amber/esp32c3/APP.elf and APP.bin, validated by esptool
                         image-info (installed from PyPI into target/esptool-venv)
+  flash --board esp32c3 APP [--port PORT]
+                        build the C3 image, write it with espflash (installed if
+                        missing) and open the monitor; stops at once without a board
   run [options]         build, then boot Amber in QEMU with the console on this terminal
                         (quit QEMU with Ctrl-A X)
       --app NAME        the app to boot (user/apps/NAME.toml; default: demo)
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         }
         .map(|k| println!("{}", k.display())),
         Some("run") => run(&args[1..]),
+        Some("flash") => esp32c3::flash_cmd(&args[1..]),
         Some("test") => test(&args[1..]),
         Some("bench") => bench(),
         Some("inspect") => inspect(&args[1..]),
