@@ -253,7 +253,7 @@ fn run_with_gdb_waits_for_the_debugger_and_prints_an_attach_line_with_every_symb
             &line,
             &[
                 "-ex",
-                "break amber_kernel::boot::kmain",
+                "break amber_kernel::kmain::kmain",
                 "-ex",
                 "break hello::main",
                 "-ex",
@@ -263,7 +263,7 @@ fn run_with_gdb_waits_for_the_debugger_and_prints_an_attach_line_with_every_symb
             ],
         );
         assert!(
-            out.contains("Breakpoint 1, amber_kernel::boot::kmain"),
+            out.contains("Breakpoint 1, amber_kernel::kmain::kmain"),
             "the kernel's symbols: {out}"
         );
         assert!(
