@@ -35,7 +35,7 @@ crate::boot_entry!(kmain);
 /// The kernel's main, called by the reset entry with the loader's a0 and a1.
 extern "C" fn kmain(a0: usize, a1: usize) -> ! {
     console::init();
-    arch::init_traps::<system::Traps>();
+    arch::init_traps::<system::Traps>(Chosen::TRAP_VECTOR);
     heap::init();
     let cmdline = Chosen::boot_options([a0, a1]);
     let args = bootargs::parse(cmdline).unwrap_or_else(|e| fatal(ExitCode::BadBootArgs, e));

@@ -6,5 +6,5 @@
 
 pub mod riscv32;
 
-pub use riscv32::trap::{init as init_traps, resume_user, Trap, TrapHandler};
+pub use riscv32::trap::{init as init_traps, resume_user, Trap, TrapHandler, TrapVector};
 pub use riscv32::{interrupts_off, pmp, sync_instructions, wait_for_interrupt, without_interrupts};

@@ -9,13 +9,17 @@
 //! The memory maps are plain data and build on the host too, so `cargo xtask` places
 //! tasks where the board says (`qemu_virt::map::MAP`).
 
+pub mod esp32c3;
 pub mod memory_map;
 pub mod qemu_virt;
 
 pub use memory_map::{MemoryMap, Range};
 
 /// The boards, by the name `AMBER_BOARD` gives them (`build.rs`), with their maps.
-pub const BOARDS: &[(&str, &MemoryMap)] = &[("qemu_virt", &qemu_virt::map::MAP)];
+pub const BOARDS: &[(&str, &MemoryMap)] = &[
+    ("qemu_virt", &qemu_virt::map::MAP),
+    ("esp32c3", &esp32c3::map::MAP),
+];
 
 #[cfg(target_os = "none")]
 pub use contract::{Board, Event};
@@ -23,6 +27,8 @@ pub use contract::{Board, Event};
 /// The board this kernel is built for.
 #[cfg(all(target_os = "none", amber_board = "qemu_virt"))]
 pub type Chosen = qemu_virt::QemuVirt;
+#[cfg(all(target_os = "none", amber_board = "esp32c3"))]
+pub type Chosen = esp32c3::Esp32c3;
 
 #[cfg(target_os = "none")]
 mod contract {
@@ -50,6 +56,8 @@ mod contract {
         const NAME: &'static str;
         const MAP: MemoryMap;
         const TICK_MS: u32;
+        /// How the CPU's mtvec reaches the trap entry.
+        const TRAP_VECTOR: crate::arch::TrapVector;
 
         type Console: fmt::Write + 'static;
         type Nvm: Nvm;

@@ -231,6 +231,23 @@ pub fn check_app() {
     let Some(first) = tasks.first() else {
         return;
     };
+    // Code and RAM are each task's own: no two may share a byte of SRAM, through
+    // whichever bus the addresses name.
+    let mut own: heapless::Vec<(u32, u32), { 2 * MAX_TASKS }> = heapless::Vec::new();
+    for t in tasks {
+        // Cannot fail: at most MAX_TASKS tasks (checked above), two ranges each.
+        let _ = own.push(t.code);
+        let _ = own.push(t.ram);
+    }
+    if let Some((a, b)) = Chosen::MAP.first_physical_overlap(&own) {
+        let (ta, tb) = (tasks[a / 2].name, tasks[b / 2].name);
+        let what = |i: usize| if i.is_multiple_of(2) { "code" } else { "RAM" };
+        refuse(&format_args!(
+            "the {} of task `{ta}` and the {} of task `{tb}` share memory",
+            what(a),
+            what(b)
+        ));
+    }
     let mut regions = [task_regions(first); MAX_TASKS];
     for (r, t) in regions.iter_mut().zip(tasks) {
         *r = task_regions(t);

@@ -22,17 +22,22 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The board apps are built for (`AMBER_BOARD` of the kernel build).
+/// The board apps are built for unless told otherwise (`AMBER_BOARD` of the kernel
+/// build): the one `cargo xtask run` and the tests boot.
 pub const BOARD: &str = "qemu_virt";
 /// Regions are aligned to this (a multiple of the 4-byte PMP granule).
 const REGION_ALIGN: u32 = 256;
-/// The memory map of [`BOARD`].
-pub fn board_map() -> &'static MemoryMap {
+
+/// The memory map of board `board` (a name of `amber_kernel::board::BOARDS`).
+pub fn board_map(board: &str) -> Result<&'static MemoryMap, String> {
     BOARDS
         .iter()
-        .find(|(name, _)| *name == BOARD)
+        .find(|(name, _)| *name == board)
         .map(|(_, map)| *map)
-        .expect("BOARD names a board of amber_kernel::board::BOARDS")
+        .ok_or_else(|| {
+            let names: Vec<&str> = BOARDS.iter().map(|(n, _)| *n).collect();
+            format!("no board `{board}` (boards: {})", names.join(", "))
+        })
 }
 
 /// An app description.
@@ -263,10 +268,16 @@ fn align_up(x: u32, a: u32) -> u32 {
 /// Assigns each task its code and RAM, in the order of the description, the app's
 /// shared memory its place in the board's never-checkpointed RAM, and every memory
 /// capability its range, for an NVM of `nvm_size` bytes (whose areas the superblock
-/// places, and the board maps at its NVM window).
-pub fn place(app: &App, nvm_size: u32) -> Result<Vec<Placed<'_>>, String> {
-    let map = board_map();
-    let full = |what: &str| format!("app `{}`: {what} does not fit on board {BOARD}", app.name);
+/// places, and the board maps at its NVM window), on board `board`. An app that does
+/// not fit is refused with what overflows and by how many bytes.
+pub fn place<'a>(app: &'a App, nvm_size: u32, board: &str) -> Result<Vec<Placed<'a>>, String> {
+    let map = board_map(board)?;
+    let full = |what: &str, over: u32, range: &Range| {
+        format!(
+            "app `{}`: {what} does not fit on board {board}: {over} bytes past the {} bytes at {:#010x}",
+            app.name, range.len, range.base
+        )
+    };
     let inside = |r: &Range, end: u32| end <= r.end();
     let mut shared = BTreeMap::new();
     let mut heap = map.heap_ram.base;
@@ -274,7 +285,11 @@ pub fn place(app: &App, nvm_size: u32) -> Result<Vec<Placed<'_>>, String> {
         shared.insert(name.as_str(), heap);
         heap += len;
         if !inside(&map.heap_ram, heap) {
-            return Err(full("its shared memory"));
+            return Err(full(
+                "its shared memory",
+                heap - map.heap_ram.end(),
+                &map.heap_ram,
+            ));
         }
     }
     let mut code = map.task_code.base;
@@ -288,7 +303,7 @@ pub fn place(app: &App, nvm_size: u32) -> Result<Vec<Placed<'_>>, String> {
                 Cap::Mmio { base, len, .. } => Some((*base, *len)),
                 Cap::Eternal { area, .. } => Some(nvm_area(map, nvm_size, area).ok_or_else(|| {
                     format!(
-                        "task `{}`: board {BOARD} with an NVM of {nvm_size} bytes has no memory-mapped `{area}` area",
+                        "task `{}`: board {board} with an NVM of {nvm_size} bytes has no memory-mapped `{area}` area",
                         task.name
                     )
                 })?),
@@ -317,8 +332,13 @@ pub fn place(app: &App, nvm_size: u32) -> Result<Vec<Placed<'_>>, String> {
         });
         code = align_up(code + task.code, REGION_ALIGN);
         ram = align_up(ram + task.ram, REGION_ALIGN);
-        if !inside(&map.task_code, code) || !inside(&map.task_ram, ram) {
-            return Err(full("task memory"));
+        if !inside(&map.task_code, code) {
+            let what = format!("task code (up to `{}`)", task.name);
+            return Err(full(&what, code - map.task_code.end(), &map.task_code));
+        }
+        if !inside(&map.task_ram, ram) {
+            let what = format!("task RAM (up to `{}`)", task.name);
+            return Err(full(&what, ram - map.task_ram.end(), &map.task_ram));
         }
     }
     Ok(out)
@@ -548,8 +568,8 @@ mod tests {
         let mut a = app(ONE).unwrap();
         a.tasks.push(app(ONE).unwrap().tasks.remove(0));
         a.tasks[1].name = "b".into();
-        let p = place(&a, 4 << 20).unwrap();
-        let map = board_map();
+        let p = place(&a, 4 << 20, BOARD).unwrap();
+        let map = board_map(BOARD).unwrap();
         assert_eq!(p[0].code_base, map.task_code.base);
         assert_eq!(p[1].code_base, map.task_code.base + 4096);
         assert_eq!(p[1].ram_base, map.task_ram.base + 4096);
@@ -618,8 +638,8 @@ mod tests {
             )
         };
         let a = app(&heap(0x100, 0x100)).unwrap();
-        let p = place(&a, 4 << 20).unwrap();
-        let map = board_map();
+        let p = place(&a, 4 << 20, BOARD).unwrap();
+        let map = board_map(BOARD).unwrap();
         let cache = (map.heap_ram.base, 0x200);
         let spi_part = (map.heap_ram.base + 0x200 + 0x100, 0x100);
         assert_eq!(p[0].ranges, vec![Some(cache), Some(spi_part)]);
@@ -650,13 +670,16 @@ mod tests {
         ))
         .unwrap();
         let sb = Superblock::for_device(4 << 20).unwrap();
-        let window = board_map().nvm_window.unwrap();
-        let p = place(&a, 4 << 20).unwrap();
+        let window = board_map(BOARD).unwrap().nvm_window.unwrap();
+        let p = place(&a, 4 << 20, BOARD).unwrap();
         assert_eq!(
             p[0].ranges,
             vec![Some((window + sb.ring_area.offset, sb.ring_area.len))]
         );
-        assert!(place(&a, 64 << 10).is_err(), "a small NVM has no ring area");
+        assert!(
+            place(&a, 64 << 10, BOARD).is_err(),
+            "a small NVM has no ring area"
+        );
         assert!(app(&with(
             "",
             "{ kind = \"eternal\", area = \"disk\", rights = [] }"

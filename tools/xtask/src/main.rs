@@ -7,6 +7,8 @@
 //! hold logic that a test or the kernel needs.
 
 mod app;
+mod esp32c3;
+mod esp_image;
 mod gdb;
 mod validate;
 
@@ -23,6 +25,13 @@ usage: cargo xtask <command> [options]
 commands:
   build [APP]           build the kernel for riscv32imc (release), with the tasks of
                         user/apps/APP.toml when APP is given
+  build --board esp32c3 [APP]
+                        the same for the ESP32-C3, and its flashable image:
+                        target/amber/esp32c3/APP.elf and APP.bin, validated by esptool
+                        image-info (installed from PyPI into target/esptool-venv)
+  flash --board esp32c3 APP [--port PORT]
+                        build the C3 image, write it with espflash (installed if
+                        missing) and open the monitor; stops at once without a board
   run [options]         build, then boot Amber in QEMU with the console on this terminal
                         (quit QEMU with Ctrl-A X)
       --app NAME        the app to boot (user/apps/NAME.toml; default: demo)
@@ -49,12 +58,16 @@ commands:
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
+        Some("build") if args.get(1).is_some_and(|a| a == "--board") => {
+            esp32c3::build_cmd(&args[2..])
+        }
         Some("build") => match args.get(1) {
             Some(app) => build_app(app, DEFAULT_NVM_SIZE),
             None => build_kernel(None),
         }
         .map(|k| println!("{}", k.display())),
         Some("run") => run(&args[1..]),
+        Some("flash") => esp32c3::flash_cmd(&args[1..]),
         Some("test") => test(&args[1..]),
         Some("bench") => bench(),
         Some("inspect") => inspect(&args[1..]),
@@ -132,8 +145,19 @@ fn ensure_target() -> Result<(), String> {
 /// path: cargo's output for an app (which `build_app` copies out), and
 /// `target/amber/amber-kernel.elf` for the bare kernel.
 fn build_kernel(app_rs: Option<&Path>) -> Result<PathBuf, String> {
+    build_kernel_on(app::BOARD, app_rs)
+}
+
+/// [`build_kernel`] for board `board`; a board other than the default builds in its
+/// own target folder (`target/BOARD`), so that switching never rebuilds the other, and
+/// the bare kernel goes to `target/amber/BOARD/amber-kernel.elf`.
+fn build_kernel_on(board: &str, app_rs: Option<&Path>) -> Result<PathBuf, String> {
     ensure_target()?;
     let mut cmd = cargo();
+    if board != app::BOARD {
+        cmd.arg("--config")
+            .arg(format!("build.target-dir={:?}", board_target_dir(board)));
+    }
     cmd.args([
         "build",
         "--release",
@@ -142,26 +166,52 @@ fn build_kernel(app_rs: Option<&Path>) -> Result<PathBuf, String> {
         "--target",
         TARGET,
     ])
-    .env("AMBER_BOARD", app::BOARD);
+    .env("AMBER_BOARD", board);
     match app_rs {
         Some(p) => cmd.env("AMBER_APP", p),
         None => cmd.env_remove("AMBER_APP"),
     };
-    step("building the kernel for riscv32imc", &mut cmd)?;
-    let built = release_dir().join(KERNEL_PACKAGE);
+    step(
+        &format!("building the kernel for riscv32imc ({board})"),
+        &mut cmd,
+    )?;
+    let built = release_dir_on(board).join(KERNEL_PACKAGE);
     if app_rs.is_some() {
         return Ok(built);
     }
     // Copied out, so that building an app (same cargo output path) cannot replace it.
-    let bare = root().join("target/amber/amber-kernel.elf");
-    std::fs::create_dir_all(root().join("target/amber"))
+    let out = match board {
+        app::BOARD => root().join("target/amber"),
+        other => apps_dir(other),
+    };
+    let bare = out.join("amber-kernel.elf");
+    std::fs::create_dir_all(&out)
         .and_then(|()| std::fs::copy(&built, &bare))
         .map_err(|e| format!("cannot copy the kernel to {}: {e}", bare.display()))?;
     Ok(bare)
 }
 
-fn release_dir() -> PathBuf {
-    root().join("target").join(TARGET).join("release")
+fn release_dir_on(board: &str) -> PathBuf {
+    match board {
+        app::BOARD => root().join("target"),
+        other => board_target_dir(other),
+    }
+    .join(TARGET)
+    .join("release")
+}
+
+/// The cargo target folder of a board other than the default.
+fn board_target_dir(board: &str) -> PathBuf {
+    root().join("target").join(board)
+}
+
+/// Where the app builds of `board` go: `target/amber/apps` for the default board,
+/// `target/amber/BOARD` for another.
+fn apps_dir(board: &str) -> PathBuf {
+    match board {
+        app::BOARD => root().join("target/amber/apps"),
+        other => root().join("target/amber").join(other),
+    }
 }
 
 /// The app descriptions in user/apps.
@@ -191,31 +241,36 @@ fn app_desc(name: &str) -> PathBuf {
 
 /// The kernel image of app `name`: `target/amber/apps/NAME.elf`.
 fn app_image(name: &str) -> PathBuf {
-    root().join("target/amber/apps").join(format!("{name}.elf"))
+    apps_dir(app::BOARD).join(format!("{name}.elf"))
 }
 
 /// Where the build of app `name` keeps task `task`'s files (its ELF is `TASK.elf`).
 fn task_dir(name: &str, task: &str) -> PathBuf {
-    root().join("target/amber/apps").join(name).join(task)
+    apps_dir(app::BOARD).join(name).join(task)
 }
 
 /// Builds every task of `user/apps/NAME.toml` at its place, for an NVM of `nvm_size`
 /// bytes, then the kernel carrying them; returns `target/amber/apps/NAME.elf`.
 fn build_app(name: &str, nvm_size: u64) -> Result<PathBuf, String> {
+    build_app_on(app::BOARD, name, nvm_size)
+}
+
+/// [`build_app`] for board `board`, into [`apps_dir`]`(board)`.
+fn build_app_on(board: &str, name: &str, nvm_size: u64) -> Result<PathBuf, String> {
     ensure_target()?;
     let app = load_app(name)?;
     let nvm_size = u32::try_from(nvm_size).map_err(|_| {
         format!("an NVM of {nvm_size} bytes is larger than the 4 GiB Amber addresses")
     })?;
-    let placed = app::place(&app, nvm_size)?;
+    let placed = app::place(&app, nvm_size, board)?;
     validate::check(&placed, &app_desc(name))?;
-    let out = root().join("target/amber/apps").join(name);
+    let out = apps_dir(board).join(name);
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let runtime = root().join("user/runtime");
     let mut built = Vec::new();
     for p in placed {
-        let dir = task_dir(name, &p.task.name);
+        let dir = out.join(&p.task.name);
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         std::fs::write(dir.join("memory.x"), app::memory_x(&p))
@@ -223,6 +278,13 @@ fn build_app(name: &str, nvm_size: u64) -> Result<PathBuf, String> {
         step(
             &format!("building task `{}` ({})", p.task.name, p.task.krate),
             cargo()
+                .args(match board {
+                    app::BOARD => vec![],
+                    other => vec![
+                        "--config".to_owned(),
+                        format!("build.target-dir={:?}", board_target_dir(other)),
+                    ],
+                })
                 .args([
                     "rustc",
                     "--release",
@@ -239,11 +301,21 @@ fn build_app(name: &str, nvm_size: u64) -> Result<PathBuf, String> {
                     format!("-Clink-arg=-L{}", dir.display()),
                     format!("-Clink-arg=-L{}", runtime.display()),
                     "-Clink-arg=-Ttask.x".to_owned(),
+                    // The place in the arguments, so that cargo relinks when it moves
+                    // (it does not see memory.x change).
+                    format!(
+                        "-Clink-arg=--defsym=__amber_code_end={:#x}+{}",
+                        p.code_base, p.task.code
+                    ),
+                    format!(
+                        "-Clink-arg=--defsym=__amber_ram_end={:#x}+{}",
+                        p.ram_base, p.task.ram
+                    ),
                 ])
                 .envs(app::task_env(&p)),
         )?;
         let elf = dir.join(format!("{}.elf", p.task.name));
-        std::fs::copy(release_dir().join(&p.task.krate), &elf)
+        std::fs::copy(release_dir_on(board).join(&p.task.krate), &elf)
             .map_err(|e| format!("cannot copy the ELF of task `{}`: {e}", p.task.name))?;
         let (segments, entry) = app::extract(&elf, &p, &dir)?;
         built.push((p, segments, entry));
@@ -251,8 +323,8 @@ fn build_app(name: &str, nvm_size: u64) -> Result<PathBuf, String> {
     let app_rs = out.join("app.rs");
     std::fs::write(&app_rs, app::generate(&app, &built, nvm_size))
         .map_err(|e| format!("cannot write {}: {e}", app_rs.display()))?;
-    let kernel = build_kernel(Some(&app_rs))?;
-    let image = app_image(name);
+    let kernel = build_kernel_on(board, Some(&app_rs))?;
+    let image = apps_dir(board).join(format!("{name}.elf"));
     std::fs::copy(&kernel, &image).map_err(|e| format!("cannot copy the kernel image: {e}"))?;
     Ok(image)
 }
@@ -441,11 +513,13 @@ fn test(args: &[String]) -> Result<(), String> {
             "warnings",
         ]),
     )?;
+    esp32c3::lint()?;
     let _ = std::fs::remove_dir_all(root().join("target/amber-tests"));
     let kernel = build_kernel(None)?;
     for name in app_names()? {
         build_app(&name, DEFAULT_NVM_SIZE)?;
     }
+    esp32c3::test_all()?;
     let summary = root().join("target/amber/test-summary.txt");
     let _ = std::fs::remove_file(&summary);
     let xtask = std::env::current_exe().map_err(|e| format!("cannot find xtask itself: {e}"))?;

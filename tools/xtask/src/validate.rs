@@ -281,8 +281,8 @@ mod tests {
 
     /// Both layers' verdicts: this file's rule and the kernel's own check.
     fn verdicts(a: &App) -> (Result<(), String>, Result<(), String>) {
-        let placed =
-            crate::app::place(a, amber_qemu::DEFAULT_NVM_SIZE as u32).expect("the test apps fit");
+        let placed = crate::app::place(a, amber_qemu::DEFAULT_NVM_SIZE as u32, crate::app::BOARD)
+            .expect("the test apps fit");
         (rules(a), kernel_check(&placed))
     }
 

@@ -1,7 +1,8 @@
 //! The reset entry: the first instructions the kernel runs.
 //!
 //! The loader (QEMU with `-bios none`) jumps to `_start` in M-mode. The entry parks
-//! every hart but hart 0, sets up the stack, clears `.bss` and calls the kernel's main
+//! every hart but hart 0, turns interrupts off through `mstatus.MIE` (the ESP32-C3 has
+//! no `mie` CSR), sets up the stack, clears `.bss` and calls the kernel's main
 //! with a0 and a1 as the loader left them (the board reads its boot protocol from
 //! them). The kernel names its main once, with [`crate::boot_entry!`]; this file never
 //! names the kernel. It must never touch memory beyond the kernel image: the device
@@ -17,7 +18,7 @@ macro_rules! boot_entry {
     .section .text.init, "ax"
     .global _start
 _start:
-    csrw mie, zero
+    csrci mstatus, 8
     csrr t0, mhartid
     bnez t0, 3f
     la sp, _stack_top

@@ -2,7 +2,9 @@
 //! [`Trap`] and handed to the kernel's [`TrapHandler`], which the kernel names once
 //! ([`init`]); this file never names the kernel.
 //!
-//! All traps enter at [`entry`] (mtvec direct mode). `mscratch` tells where from: it
+//! All traps enter at [`entry`]: directly (mtvec direct mode), or, on a CPU that only
+//! has vectored mode (the ESP32-C3), through [`vectors`], a 256-byte aligned table of
+//! 32 jumps to it ([`TrapVector`]). `mscratch` tells where from: it
 //! holds the current task's [`Context`] while a task runs in U-mode, and 0 while the
 //! kernel runs.
 //!
@@ -138,15 +140,48 @@ unsafe extern "C" {
     fn _resume_user(ctx: *mut Context) -> !;
 }
 
-/// Points mtvec at the entry for handler `H` and marks the kernel as running
-/// (mscratch = 0).
-pub fn init<H: TrapHandler>() {
-    let entry = entry::<H> as *const () as usize;
+/// How mtvec reaches the entry: the board says which its CPU has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrapVector {
+    /// Every trap at the entry itself.
+    Direct,
+    /// Exceptions at the table's base, interrupt line n at base + 4n: the table jumps
+    /// to the entry from each slot (one jump more per trap).
+    Vectored,
+}
+
+/// The vector table for handler `H`: 32 jumps to its entry. `.balign 256` at the
+/// start of its own section makes the section, and so the table, 256-byte aligned.
+#[unsafe(naked)]
+#[unsafe(link_section = ".text.vectors")]
+extern "C" fn vectors<H: TrapHandler>() {
+    core::arch::naked_asm!(
+        r#"
+    .balign 256
+    .option push
+    .option norvc
+    .rept 32
+    j {entry}
+    .endr
+    .option pop
+"#,
+        entry = sym entry::<H>,
+    )
+}
+
+/// Points mtvec at the entry for handler `H`, the way `vector` says, and marks the
+/// kernel as running (mscratch = 0).
+pub fn init<H: TrapHandler>(vector: TrapVector) {
+    let (base, mode) = match vector {
+        TrapVector::Direct => (entry::<H> as *const () as usize, TrapMode::Direct),
+        TrapVector::Vectored => (vectors::<H> as *const () as usize, TrapMode::Vectored),
+    };
     // SAFETY: `entry` is a complete trap handler (above), 4-byte aligned by the link
-    // script; mscratch = 0 is how it knows a trap comes from the kernel.
+    // script, and `vectors` a table of 4-byte jumps to it, 256-byte aligned; mscratch
+    // = 0 is how the entry knows a trap comes from the kernel.
     unsafe {
         riscv::register::mscratch::write(0);
-        mtvec::write(Mtvec::new(entry, TrapMode::Direct));
+        mtvec::write(Mtvec::new(base, mode));
     }
 }
 

@@ -13,6 +13,7 @@ pub use device::QemuVirt;
 #[cfg(target_os = "none")]
 mod device {
     use super::map::{MAP, PCIE_MMIO_BASE};
+    use crate::arch::TrapVector;
     use crate::board::{Board, Event, MemoryMap};
     use crate::exit::ExitCode;
     use amber_nvm::MmioNvm;
@@ -136,6 +137,7 @@ mod device {
         const NAME: &'static str = "QEMU virt (RV32IMC, M-mode)";
         const MAP: MemoryMap = MAP;
         const TICK_MS: u32 = TICK_MS;
+        const TRAP_VECTOR: TrapVector = TrapVector::Direct;
         type Console = Uart;
         type Nvm = MmioNvm;
         type NvmError = NvmSetupError;

@@ -1,0 +1,292 @@
+//! The ESP32-C3 with an MB85RS4MT FRAM on GP-SPI2 (the vNV-Heap paper's board): the
+//! watchdogs off, UART0 as the ROM left it for the console, SYSTIMER COMP0 for the
+//! tick, the brown-out detector as the power-failure interrupt, the interrupt matrix
+//! for routing (the C3 has no `mie`/`mip`), vectored mtvec, and the FRAM through amber-fram's `Fram` over embedded-hal-bus's
+//! `ExclusiveDevice` on the `amber-esp32c3` SPI driver. Every register sequence is in
+//! `drivers/esp32c3` (host-tested); this file only wires them to lines and pins. It
+//! must never hold policy. Nothing here has run on hardware yet: `docs/esp32c3.md`
+//! lists what only the board can confirm.
+
+pub mod map;
+
+#[cfg(target_os = "none")]
+pub use device::Esp32c3;
+
+#[cfg(target_os = "none")]
+mod device {
+    use super::map::MAP;
+    use crate::arch::TrapVector;
+    use crate::board::{Board, Event, MemoryMap};
+    use crate::exit::ExitCode;
+    use amber_esp32c3::gpio::{self, OutputPin};
+    use amber_esp32c3::intmatrix::{self, Trigger};
+    use amber_esp32c3::spi::{Spi2, SpiError};
+    use amber_esp32c3::{brownout, systimer, uart, watchdog, Mmio};
+    use amber_fram::{Fram, Part};
+    use core::fmt;
+    use embedded_hal::spi::{Operation, SpiDevice};
+    use embedded_hal_bus::spi::{ExclusiveDevice, NoDelay};
+
+    const TICK_MS: u32 = 10;
+    const TICK_PERIOD: u32 = (systimer::COUNTS_PER_SECOND / 1000) as u32 * TICK_MS;
+    /// CPU interrupt lines: the tick, the console, the brown-out detector; device
+    /// interrupts get the rest.
+    const TICK_LINE: u32 = 1;
+    const UART_LINE: u32 = 2;
+    const BROWNOUT_LINE: u32 = 3;
+    const FIRST_DEVICE_LINE: u32 = 4;
+    const PRIORITY: u32 = 1;
+    /// The paper's wiring: SCK GPIO6, MISO GPIO2, MOSI GPIO7; chip select on GPIO10
+    /// (the paper leaves it open).
+    const PIN_SCK: u32 = 6;
+    const PIN_MISO: u32 = 2;
+    const PIN_MOSI: u32 = 7;
+    const PIN_CS: u32 = 10;
+    const SPI_HZ: u32 = 40_000_000;
+    /// RDID and what an MB85RS4MT answers (Fujitsu, continuation code, density, 03).
+    const RDID: u8 = 0x9F;
+    const MB85RS4MT_ID: [u8; 4] = [0x04, 0x7F, 0x49, 0x03];
+    /// Ctrl-P on the console also raises the power-failure event (as on QEMU), for
+    /// bring-up without a bench supply.
+    const POWER_FAIL_BYTE: u8 = 0x10;
+
+    /// The interrupt line each source was given (0: none), owned by this board.
+    static LINES: spin::Mutex<[u8; intmatrix::SOURCES as usize]> =
+        spin::Mutex::new([0; intmatrix::SOURCES as usize]);
+
+    fn regs() -> Mmio {
+        // SAFETY: on the C3, each call reaches only the registers of the sequence it
+        // is passed to, and the board runs with interrupts off (one owner at a time).
+        unsafe { Mmio::new() }
+    }
+
+    /// UART0, written byte by byte through its TX FIFO.
+    pub struct Console;
+
+    impl fmt::Write for Console {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let mut r = regs();
+            for b in s.bytes() {
+                if b == b'\n' {
+                    uart::write_byte(&mut r, b'\r');
+                }
+                uart::write_byte(&mut r, b);
+            }
+            Ok(())
+        }
+    }
+
+    static CONSOLE: spin::Mutex<Console> = spin::Mutex::new(Console);
+
+    pub type FramBus = ExclusiveDevice<Spi2<Mmio>, OutputPin<Mmio>, NoDelay>;
+
+    /// Why the FRAM could not be set up.
+    pub enum NvmSetupError {
+        Spi(SpiError),
+        /// RDID answered something other than an MB85RS4MT.
+        WrongDevice([u8; 4]),
+    }
+
+    impl fmt::Display for NvmSetupError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                NvmSetupError::Spi(e) => write!(f, "FRAM on GP-SPI2: {e}"),
+                NvmSetupError::WrongDevice(id) => write!(
+                    f,
+                    "no MB85RS4MT on GP-SPI2 (SCK GPIO{PIN_SCK}, MISO GPIO{PIN_MISO}, MOSI GPIO{PIN_MOSI}, \
+                     CS GPIO{PIN_CS}): RDID gave {id:02x?}, expected {MB85RS4MT_ID:02x?}"
+                ),
+            }
+        }
+    }
+
+    fn halt() -> ! {
+        loop {
+            riscv::asm::wfi();
+        }
+    }
+
+    /// The cycle counter: custom CSRs PCER (0x7E0, events: cycles), PCMR (0x7E1,
+    /// counting on), PCCR (0x7E2, the 32-bit count).
+    fn start_cycle_counter() {
+        // SAFETY: writing the performance-counter CSRs only starts the counter.
+        unsafe { core::arch::asm!("csrwi 0x7E0, 1", "csrwi 0x7E1, 1") };
+    }
+
+    /// The chip.
+    pub struct Esp32c3;
+
+    impl Board for Esp32c3 {
+        const NAME: &'static str = "ESP32-C3 (RV32IMC, M-mode) with MB85RS4MT FRAM on GP-SPI2";
+        const MAP: MemoryMap = MAP;
+        const TICK_MS: u32 = TICK_MS;
+        const TRAP_VECTOR: TrapVector = TrapVector::Vectored;
+        type Console = Console;
+        type Nvm = Fram<FramBus>;
+        type NvmError = NvmSetupError;
+
+        fn console() -> &'static spin::Mutex<Console> {
+            &CONSOLE
+        }
+
+        /// First of all: the watchdogs the ROM left running go off (nothing else feeds
+        /// them), and the cycle counter starts. UART0 needs nothing: the ROM set it up.
+        fn init_console() {
+            watchdog::disable_all(&mut regs());
+            start_cycle_counter();
+        }
+
+        /// The ROM passes no command line.
+        fn boot_options(_boot: [usize; 2]) -> &'static [u8] {
+            &[]
+        }
+
+        /// Routes the SPI pins, sets GP-SPI2 to mode 0 at 40 MHz and checks the FRAM's
+        /// device ID before handing it out.
+        fn nvm() -> Result<Fram<FramBus>, NvmSetupError> {
+            let mut r = regs();
+            // The pins are fixed constants below PINS: routing cannot fail.
+            let routed = gpio::route_output(&mut r, PIN_SCK, gpio::FSPICLK_OUT)
+                .and_then(|()| gpio::route_output(&mut r, PIN_MOSI, gpio::FSPID_OUT))
+                .and_then(|()| gpio::route_input(&mut r, PIN_MISO, gpio::FSPIQ_IN));
+            let cs = routed.and_then(|()| OutputPin::new(regs(), PIN_CS));
+            let Ok(cs) = cs else {
+                unreachable!("GPIO{PIN_SCK}, {PIN_MOSI}, {PIN_MISO}, {PIN_CS} exist on the C3")
+            };
+            let spi = Spi2::new(regs(), SPI_HZ);
+            log::debug!("GP-SPI2 at {} Hz", spi.hz());
+            let Ok(mut dev) = ExclusiveDevice::new_no_delay(spi, cs);
+            let mut id = [0u8; 4];
+            dev.transaction(&mut [Operation::Write(&[RDID]), Operation::Read(&mut id)])
+                .map_err(|e| match e {
+                    embedded_hal_bus::spi::DeviceError::Spi(e) => NvmSetupError::Spi(e),
+                    embedded_hal_bus::spi::DeviceError::Cs(never) => match never {},
+                })?;
+            if id != MB85RS4MT_ID {
+                return Err(NvmSetupError::WrongDevice(id));
+            }
+            Ok(Fram::new(dev, Part::MB85RS4MT))
+        }
+
+        /// The 10 ms SYSTIMER tick on line 1, UART0's receive interrupt on line 2 and
+        /// the brown-out detector (its reset off) on line 3, all level-triggered, then
+        /// `mstatus.MIE`.
+        fn start_interrupts() {
+            let mut r = regs();
+            let Ok(()) = systimer::start_periodic(&mut r, TICK_PERIOD) else {
+                unreachable!("a 10 ms period fits SYSTIMER's 26 bits")
+            };
+            uart::enable_rx_interrupt(&mut r);
+            brownout::enable_interrupt(&mut r);
+            let routes = [
+                (systimer::TARGET0_SOURCE, TICK_LINE),
+                (uart::SOURCE, UART_LINE),
+                (brownout::SOURCE, BROWNOUT_LINE),
+            ];
+            for (source, line) in routes {
+                if intmatrix::route(&mut r, source, line, Trigger::Level, PRIORITY).is_err() {
+                    unreachable!("source {source} and line {line} exist");
+                }
+            }
+            intmatrix::set_threshold(&mut r, 0);
+            // SAFETY: the vectored trap table is installed and every line above is
+            // served by `claim`.
+            unsafe { riscv::interrupt::enable() };
+        }
+
+        /// `cause` is the CPU line (vectored mode): the tick, the console (drained;
+        /// Ctrl-P is the power failure), the brown-out (the power failure), or a device
+        /// line, masked until its driver
+        /// acknowledges it.
+        fn claim(cause: u32, mut event: impl FnMut(Event)) {
+            let mut r = regs();
+            match cause {
+                TICK_LINE => {
+                    systimer::clear_tick(&mut r);
+                    event(Event::Tick)
+                }
+                UART_LINE => {
+                    while let Some(byte) = uart::read_byte(&mut r) {
+                        event(match byte {
+                            POWER_FAIL_BYTE => Event::PowerFailure,
+                            byte => Event::ConsoleInput(byte),
+                        });
+                    }
+                    uart::clear_rx_interrupt(&mut r);
+                }
+                BROWNOUT_LINE => {
+                    if brownout::take_interrupt(&mut r) {
+                        event(Event::PowerFailure)
+                    }
+                }
+                line => {
+                    let source = LINES.lock().iter().position(|l| u32::from(*l) == line);
+                    intmatrix::set_enabled(&mut r, line, false);
+                    if let Some(source) = source {
+                        event(Event::Irq(source as u32));
+                    }
+                }
+            }
+        }
+
+        /// Gives interrupt source `irq` the next free CPU line (lines 4..=31); the
+        /// tick's, the console's and the brown-out's sources are the board's own.
+        fn irq_enable(irq: u32) -> bool {
+            if [systimer::TARGET0_SOURCE, uart::SOURCE, brownout::SOURCE].contains(&irq) {
+                return false;
+            }
+            let mut lines = LINES.lock();
+            let Some(&given) = lines.get(irq as usize) else {
+                return false;
+            };
+            let line = if given != 0 {
+                u32::from(given)
+            } else {
+                let taken = |l: u32| lines.iter().any(|&g| u32::from(g) == l);
+                let Some(free) = (FIRST_DEVICE_LINE..intmatrix::LINES).find(|&l| !taken(l)) else {
+                    return false;
+                };
+                lines[irq as usize] = free as u8;
+                free
+            };
+            intmatrix::route(&mut regs(), irq, line, Trigger::Level, PRIORITY).is_ok()
+        }
+
+        fn irq_complete(irq: u32) {
+            if let Some(&line) = LINES.lock().get(irq as usize) {
+                intmatrix::set_enabled(&mut regs(), line.into(), true);
+            }
+        }
+
+        /// SYSTIMER UNIT0 (16 MHz).
+        fn uptime_us() -> u64 {
+            systimer::now(&mut regs()) / (systimer::COUNTS_PER_SECOND / 1_000_000)
+        }
+
+        /// CPU cycles (32 bits, wrapping every 26.8 s at 160 MHz): never instructions.
+        fn counter() -> u64 {
+            let cycles: u32;
+            // SAFETY: reading PCCR has no side effect.
+            unsafe { core::arch::asm!("csrr {0}, 0x7E2", out(reg) cycles) };
+            cycles.into()
+        }
+
+        fn counter_exact() -> bool {
+            false
+        }
+
+        /// The C3's cycle counter is a machine-mode CSR: tasks cannot be given it.
+        fn enable_user_counters() {}
+
+        /// No exit device: the reason is on the console; the CPU stops.
+        fn exit(code: ExitCode) -> ! {
+            log::error!("halted (exit code {})", code.code());
+            halt()
+        }
+
+        fn exit_success() -> ! {
+            log::info!("halted (success)");
+            halt()
+        }
+    }
+}
