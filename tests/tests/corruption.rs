@@ -15,7 +15,7 @@
 use amber_ckpt::layout::{EXTENT_OFFSET, FORMAT_MARKER_LEN, FORMAT_MARKER_OFFSET, OROOT_OFFSET};
 use amber_ckpt::CopyPlace;
 use amber_kernel::exit::ExitCode;
-use amber_tests::{app_machine, number_after, Qemu, Rng};
+use amber_tests::{app_machine, number_after, record, Qemu, Rng};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -360,6 +360,7 @@ fn a_corrupted_byte_anywhere_in_the_checkpoint_area_loses_at_most_the_newest_ver
     );
     // Straight to stderr: `cargo test` captures only the print macros.
     let _ = writeln!(std::io::stderr(), "{summary}");
+    record(&format!("corrupted NVM (QEMU): {summary}"));
     assert!(
         failures.is_empty(),
         "{summary}\nfirst failures:\n{}",

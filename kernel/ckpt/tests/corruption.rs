@@ -287,13 +287,17 @@ fn every_single_corrupted_byte_costs_at_most_the_newest_version_and_is_reported(
             }
         }
     }
-    println!(
+    let summary = format!(
         "single corrupted bytes: {tried} tried, {} resumed the newest version, {rolled_back} \
          rolled back one version (reported), {silent_harmless} in reserved bytes unnoticed \
          (nothing reads them), {} failed",
         tried - rolled_back - failures.len(),
         failures.len()
     );
+    println!("{summary}");
+    amber_test_summary::record(&format!(
+        "corrupted checkpoint area (host, kernel/ckpt): {summary}"
+    ));
     assert!(
         failures.is_empty(),
         "{} of {tried} corruptions failed, first: {:?}",
@@ -357,8 +361,12 @@ fn two_corrupted_bytes_in_different_items_cost_at_most_the_newest_version_or_are
             Err(why) => panic!("{why}"),
         }
     }
-    println!(
+    let summary = format!(
         "two corrupted bytes in different items: {trials} trials, {newest} resumed the newest \
          version, {back} rolled back one version (reported), {refused} refused naming both items"
     );
+    println!("{summary}");
+    amber_test_summary::record(&format!(
+        "corrupted checkpoint area (host, kernel/ckpt): {summary}"
+    ));
 }
