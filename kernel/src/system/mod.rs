@@ -219,10 +219,12 @@ impl System {
         let ticks = self.now_ticks();
         let writer = self.writer.as_mut()?;
         let why = attempt.cause().as_str();
-        match writer.write(&self.kernel, app::TASKS, ticks) {
+        let wire = |n: &SystemNvm| Chosen::nvm_wire_bytes(n.inner());
+        match writer.write(&self.kernel, app::TASKS, ticks, wire) {
             Ok(w) => {
+                let bus = WireBytes(w.wire_bytes);
                 log::debug!(
-                    "checkpoint {} ({why}): {} items, {} data bytes, {} NVM bytes, {}",
+                    "checkpoint {} ({why}): {} items, {} data bytes, {} NVM bytes{bus}, {}",
                     w.stats.version.0,
                     w.stats.items_written,
                     w.stats.data_bytes,
@@ -231,7 +233,7 @@ impl System {
                 );
                 if attempt.cause() == Cause::Boot {
                     info!(
-                        "fresh start: app {} booted and checkpoint {} committed ({} NVM bytes, {})",
+                        "fresh start: app {} booted and checkpoint {} committed ({} NVM bytes{bus}, {})",
                         app::APP_NAME,
                         w.stats.version.0,
                         w.stats.nvm_bytes,
@@ -240,8 +242,9 @@ impl System {
                 }
                 let t = &writer.totals;
                 if t.checkpoints.is_multiple_of(REPORT_EVERY) {
+                    let mean_bus = WireBytes(w.wire_bytes.map(|_| t.wire_bytes / t.checkpoints));
                     info!(
-                        "checkpoints: {} since boot, last version {}, mean pause {}, mean {} NVM bytes for {} data bytes",
+                        "checkpoints: {} since boot, last version {}, mean pause {}, mean {} NVM bytes{mean_bus} for {} data bytes",
                         t.checkpoints,
                         w.stats.version.0,
                         t.cost.per(t.checkpoints),
@@ -300,8 +303,8 @@ impl System {
                             );
                         }
                         info!(
-                            "power failure: checkpoint {} committed in {}, {} NVM bytes; {total} since the interrupt; halting",
-                            w.stats.version.0, w.cost, w.stats.nvm_bytes
+                            "power failure: checkpoint {} committed in {}, {} NVM bytes{}; {total} since the interrupt; halting",
+                            w.stats.version.0, w.cost, w.stats.nvm_bytes, WireBytes(w.wire_bytes)
                         )
                     }
                     None => info!(
@@ -320,6 +323,18 @@ impl System {
         self.program_pmp(t);
         // `context_mut` marks the thread dirty: it is about to run and change.
         Some(self.kernel.context_mut(t) as *mut Context)
+    }
+}
+
+/// ` (N FRAM wire bytes)` after an NVM byte count, where the NVM is on a serial bus.
+struct WireBytes(Option<u64>);
+
+impl core::fmt::Display for WireBytes {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(n) => write!(f, " ({n} FRAM wire bytes)"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -192,8 +192,9 @@ fn main() {
             }
             Err(e) => println!("kvsvc: recv failed: {e}"),
             Ok((words, badge)) => {
-                let at = buffer_offset(badge)
-                    .filter(|&at| badge <= CLIENTS && at + BUFFER_BYTES <= BUFFERS.len);
+                let at = buffer_offset(badge).filter(|&at| {
+                    badge <= CLIENTS && BUFFERS.len.checked_sub(at) >= Some(BUFFER_BYTES)
+                });
                 let back = match at {
                     Some(at) => {
                         // SAFETY: the app grants this task its memory `kv`, read and
