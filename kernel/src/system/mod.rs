@@ -292,11 +292,22 @@ impl System {
                     ),
                     None => info!("power failure: 0 persist callbacks registered"),
                 }
+                if let Some(p) = halt.persisted {
+                    info!(
+                        "power failure: {} tasks of the persist phase were inside a request at the interrupt, {} as the checkpoint was written",
+                        p.in_request_at_begin, p.in_request_at_end
+                    );
+                }
                 match written {
                     Some(w) => {
                         if exact {
                             let declared = halt.persisted.map_or(0, |p| p.declared_bound);
-                            let bound = checkpoint_bound();
+                            let serial = self
+                                .writer
+                                .as_ref()
+                                .and_then(|w| Chosen::nvm_wire_bytes(w.nvm.inner()))
+                                .is_some();
+                            let bound = checkpoint_bound(serial);
                             info!(
                                 "power failure: persist and checkpoint bound {} instructions (persist {declared} declared + checkpoint {bound})",
                                 declared + bound
@@ -345,13 +356,24 @@ impl core::fmt::Display for WireBytes {
 /// xtask bench`, checkpoint section: 3,834 for an idle checkpoint, about 4,700 per
 /// dirty 182-byte record, about 12 per dirty memory byte), scaled up for the largest
 /// record (a 269-byte CapGroup) and given a margin of a quarter or more; they are
-/// measurements, not a proof.
-fn checkpoint_bound() -> u64 {
+/// measurements, not a proof. On a serial bus (`serial`: SPI FRAM) every byte costs
+/// its wire time and the driver's work on top: about 150 instructions a byte more on
+/// QEMU's emulated chip (12,929 wire bytes in 2.11 M instructions, app spiring), 200
+/// counted.
+fn checkpoint_bound(serial: bool) -> u64 {
     const FIXED: u64 = 5_000;
     const PER_OBJECT: u64 = 8_000;
     const PER_RAM_BYTE: u64 = 16;
+    const PER_BUS_BYTE: u64 = 200;
+    const RECORD_MAX: u64 = 269;
     let ram: u64 = app::TASKS.iter().map(|t| u64::from(t.ram.1)).sum();
-    FIXED + PER_OBJECT * amber_core::MAX_OBJECTS as u64 + PER_RAM_BYTE * ram
+    let objects = amber_core::MAX_OBJECTS as u64;
+    let bus = if serial {
+        PER_BUS_BYTE * (objects * RECORD_MAX + ram)
+    } else {
+        0
+    };
+    FIXED + PER_OBJECT * objects + PER_RAM_BYTE * ram + bus
 }
 
 /// The kernel's half of the trap contract.
