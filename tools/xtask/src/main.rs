@@ -583,6 +583,19 @@ fn bench() -> Result<(), String> {
             1,
         )?;
     }
+    println!("== checkpoint pause on the two NVM buses: memory-mapped vs SPI FRAM (500 checkpoints, -icount) ==");
+    for app in ["demo", "bank"] {
+        let kernel = build_app(app, DEFAULT_NVM_SIZE)?;
+        for bus in [NvmBus::Mmio, NvmBus::Spi] {
+            print!("app {app}, --nvm-bus {}: ", bus.name());
+            icount_run(
+                &kernel,
+                &format!("amber.nvm-bus={}", bus.name()),
+                "checkpoints: 500 since boot",
+                1,
+            )?;
+        }
+    }
     println!("== heap service vs library, FRAM words per checkpoint (heapbench apps, -icount) ==");
     // Each run prints 6 best-case lines, 1 workload line and `heapbench: done` (the
     // task prints exactly these 8, an error in place of a figure that fails); the
