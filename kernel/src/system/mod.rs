@@ -313,9 +313,14 @@ impl System {
                                 declared + bound
                             );
                         }
+                        // "N NVM bytes; " is what tests read the total after.
+                        let wire = w.wire_bytes.map(|n| alloc::format!("{n} FRAM wire bytes for "));
                         info!(
-                            "power failure: checkpoint {} committed in {}, {} NVM bytes{}; {total} since the interrupt; halting",
-                            w.stats.version.0, w.cost, w.stats.nvm_bytes, WireBytes(w.wire_bytes)
+                            "power failure: checkpoint {} committed in {}, {}{} NVM bytes; {total} since the interrupt; halting",
+                            w.stats.version.0,
+                            w.cost,
+                            wire.unwrap_or_default(),
+                            w.stats.nvm_bytes
                         )
                     }
                     None => info!(
