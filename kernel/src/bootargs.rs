@@ -16,6 +16,8 @@
 //! |                        | it joins V's persist phase, as a PFI arriving then would |
 //! | `amber.icount`         | QEMU runs with `-icount`: `minstret` counts instructions |
 //! |                        | exactly (amber-qemu adds it; the QEMU board reads it) |
+//! | `amber.nvm-bus=BUS`    | `mmio` (default) or `spi`: how the board reaches its NVM |
+//! |                        | (amber-qemu adds it; the QEMU board reads it)            |
 //!
 //! Words that do not start with `amber.` belong to someone else and are ignored; an
 //! `amber.` word this file does not know is an error, so a typo never goes unnoticed.
@@ -113,7 +115,9 @@ impl fmt::Display for BootArgError<'_> {
 }
 
 /// The options, in the order of [`parse`]'s table; each may be given once.
-const OPTIONS: [&str; 7] = ["format", "icount", "log", "test", "cut", "memtrack", "pfi"];
+const OPTIONS: [&str; 8] = [
+    "format", "icount", "log", "test", "cut", "memtrack", "pfi", "nvm-bus",
+];
 
 /// Parses a kernel command line (the bytes of `/chosen/bootargs`, without its NUL).
 pub fn parse(cmdline: &[u8]) -> Result<BootArgs, BootArgError<'_>> {
@@ -146,8 +150,9 @@ pub fn parse(cmdline: &[u8]) -> Result<BootArgs, BootArgError<'_>> {
         };
         match (name, value) {
             ("format", None) => args.format = true,
-            // The board's to read (`Board::counter_exact`): accepted, never applied here.
-            ("icount", None) => {}
+            // The board's to read (`Board::counter_exact`, `Board::nvm`): accepted, never
+            // applied here.
+            ("icount", None) | ("nvm-bus", Some("mmio" | "spi")) => {}
             ("log", Some(v)) => args.log = v.parse().map_err(|_| bad())?,
             ("test", Some("idle")) => args.mode = Mode::IdleTest,
             ("test", Some("nvm-stress")) => args.mode = Mode::NvmStress,
@@ -194,6 +199,11 @@ mod tests {
         assert_eq!(parse(b"amber.test=idle").unwrap().mode, Mode::IdleTest);
         assert_eq!(parse(b"amber.test=panic").unwrap().mode, Mode::PanicTest);
         assert_eq!(parse(b"amber.icount"), Ok(BootArgs::default()));
+        assert_eq!(parse(b"amber.nvm-bus=spi"), Ok(BootArgs::default()));
+        assert!(matches!(
+            parse(b"amber.nvm-bus=i2c"),
+            Err(BootArgError::BadValue { .. })
+        ));
     }
 
     #[test]

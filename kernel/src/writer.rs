@@ -152,6 +152,8 @@ pub struct Totals {
     pub cost: Cost,
     pub nvm_bytes: u64,
     pub data_bytes: u64,
+    /// Bytes on the NVM's serial bus (`Board::nvm_wire_bytes`), where it has one.
+    pub wire_bytes: u64,
 }
 
 /// One checkpoint written: the manager's figures and the pause it took
@@ -160,6 +162,8 @@ pub struct Written {
     pub stats: CheckpointStats,
     /// The pause.
     pub cost: Cost,
+    /// Bytes clocked on the NVM's serial bus, where it has one.
+    pub wire_bytes: Option<u64>,
 }
 
 /// What writes the running system into checkpoints: the NVM, the checkpoint manager,
@@ -177,7 +181,8 @@ pub struct CheckpointWriter<N> {
 
 impl<N: Nvm> CheckpointWriter<N> {
     /// Writes every dirty item of `kernel` and the tasks' memory and commits (the
-    /// caller has the world stopped); `ticks` is the absolute tick count. On success
+    /// caller has the world stopped); `ticks` is the absolute tick count, `wire` reads
+    /// the NVM bus's byte counter (if it has one). On success
     /// the task memory is clean (the kernel's objects are the checkpoint cycle's to
     /// mark clean); on failure everything stays marked, for the next checkpoint.
     pub fn write(
@@ -185,8 +190,10 @@ impl<N: Nvm> CheckpointWriter<N> {
         kernel: &Kernel,
         tasks: &'static [TaskImage],
         ticks: u64,
+        wire: impl Fn(&N) -> Option<u64>,
     ) -> Result<Written, CkptError> {
         let start = cost::stamp();
+        let wire_before = wire(&self.nvm);
         let meta = Meta {
             ticks,
             app: self.app,
@@ -201,12 +208,18 @@ impl<N: Nvm> CheckpointWriter<N> {
         let stats = self.mgr.checkpoint(&mut self.nvm, &snap, meta)?;
         self.mem_dirty = [0; MAX_TASKS];
         let cost = start.elapsed();
+        let wire_bytes = wire(&self.nvm).zip(wire_before).map(|(a, b)| a - b);
         let t = &mut self.totals;
+        t.wire_bytes += wire_bytes.unwrap_or(0);
         t.checkpoints += 1;
         t.cost += cost;
         t.nvm_bytes += stats.nvm_bytes;
         t.data_bytes += stats.data_bytes;
-        Ok(Written { stats, cost })
+        Ok(Written {
+            stats,
+            cost,
+            wire_bytes,
+        })
     }
 
     /// The committed version.

@@ -8,7 +8,8 @@
 //! QEMU is a power cut. With `-icount` it tells the kernel so (boot option
 //! `amber.icount`): only then does the hart's instruction counter count instructions,
 //! and the kernel labels its figures by it. It can start the machine halted behind
-//! QEMU's gdb stub. It also says which NVM image sizes the machine takes
+//! QEMU's gdb stub. It chooses the bus the kernel reaches the NVM by ([`NvmBus`], boot
+//! option `amber.nvm-bus=spi`). It also says which NVM image sizes the machine takes
 //! ([`check_nvm_size`]), so that a bad one is refused in words before QEMU starts.
 //! This crate only builds commands; it never runs one.
 
@@ -132,6 +133,46 @@ pub enum Console {
     Stdio,
 }
 
+/// How the kernel reaches the NVM: memory-mapped (byte-addressable NVM: MRAM, Optane;
+/// the default) or as one SPI FRAM through the FRAM protocol driver, as the ESP32-C3
+/// does (the kernel's boot option `amber.nvm-bus=spi`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NvmBus {
+    #[default]
+    Mmio,
+    Spi,
+}
+
+/// The environment variable naming the bus of machines that do not choose one
+/// (`cargo xtask test --nvm-bus`).
+pub const NVM_BUS_VAR: &str = "AMBER_NVM_BUS";
+
+impl NvmBus {
+    /// The bus `AMBER_NVM_BUS` names (`mmio` when unset).
+    pub fn from_env() -> Result<NvmBus, String> {
+        match std::env::var(NVM_BUS_VAR) {
+            Ok(name) => NvmBus::from_name(&name).map_err(|e| format!("{NVM_BUS_VAR}: {e}")),
+            Err(_) => Ok(NvmBus::Mmio),
+        }
+    }
+
+    /// The bus named `mmio` or `spi`.
+    pub fn from_name(name: &str) -> Result<NvmBus, String> {
+        match name {
+            "mmio" => Ok(NvmBus::Mmio),
+            "spi" => Ok(NvmBus::Spi),
+            _ => Err(format!("the NVM bus is `mmio` or `spi`, not `{name}`")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            NvmBus::Mmio => "mmio",
+            NvmBus::Spi => "spi",
+        }
+    }
+}
+
 /// One QEMU `virt` machine running Amber.
 #[derive(Clone, Debug)]
 pub struct Machine {
@@ -144,6 +185,8 @@ pub struct Machine {
     /// of retired instructions, so runs and measurements repeat exactly. The kernel
     /// is told by the boot option `amber.icount`.
     pub icount: bool,
+    /// The NVM's bus; `spi` adds the boot option `amber.nvm-bus=spi`.
+    pub nvm_bus: NvmBus,
     pub console: Console,
     /// Start halted, with QEMU's gdb stub on this TCP port (`-gdb tcp::PORT -S`):
     /// nothing runs until a debugger connects and continues.
@@ -157,6 +200,7 @@ impl Machine {
             nvm: None,
             bootargs: String::new(),
             icount: false,
+            nvm_bus: NvmBus::Mmio,
             console: Console::Stdio,
             gdb: None,
         }
@@ -223,12 +267,16 @@ impl Machine {
         a
     }
 
-    /// The kernel's command line: the boot options, and `amber.icount` under
-    /// `-icount`, so that the kernel knows its instruction counter is exact.
+    /// The kernel's command line: the boot options, `amber.icount` under `-icount`,
+    /// so that the kernel knows its instruction counter is exact, and the NVM bus
+    /// where it is not the default.
     pub fn kernel_command_line(&self) -> String {
         let mut words: Vec<&str> = self.bootargs.split_ascii_whitespace().collect();
         if self.icount {
             words.push("amber.icount");
+        }
+        if self.nvm_bus == NvmBus::Spi {
+            words.push("amber.nvm-bus=spi");
         }
         words.join(" ")
     }
@@ -326,6 +374,16 @@ mod tests {
             "",
             "no options, no -append"
         );
+    }
+
+    #[test]
+    fn the_spi_bus_is_a_boot_option_and_mmio_the_default() {
+        let mut m = Machine::new("k.elf");
+        assert_eq!(m.kernel_command_line(), "");
+        m.nvm_bus = NvmBus::from_name("spi").unwrap();
+        assert_eq!(m.kernel_command_line(), "amber.nvm-bus=spi");
+        assert_eq!(NvmBus::from_name("mmio"), Ok(NvmBus::Mmio));
+        assert!(NvmBus::from_name("i2c").is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 pub use amber_test_summary::record;
 
-use amber_qemu::Machine;
+use amber_qemu::{Machine, NvmBus};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
@@ -58,7 +58,14 @@ pub fn app_machine(name: &str) -> Machine {
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let image = scratch(&format!("app-{name}-{}-{n}", std::process::id())).join("nvm.img");
-    Machine::new(app(name)).nvm(image, amber_qemu::DEFAULT_NVM_SIZE)
+    on_bus(Machine::new(app(name)).nvm(image, amber_qemu::DEFAULT_NVM_SIZE))
+}
+
+/// `machine` on the NVM bus `AMBER_NVM_BUS` names (`cargo xtask test --nvm-bus`;
+/// `mmio` when unset).
+pub fn on_bus(mut machine: Machine) -> Machine {
+    machine.nvm_bus = NvmBus::from_env().unwrap_or_else(|e| panic!("{e}"));
+    machine
 }
 
 /// A scratch directory for one test, under `target/amber-tests/`, emptied first.
@@ -71,11 +78,14 @@ pub fn scratch(test: &str) -> PathBuf {
     dir
 }
 
-/// A machine with an NVM image at `image` of the default size.
+/// A machine with an NVM image at `image` of the default size, on the bus
+/// `AMBER_NVM_BUS` names.
 pub fn machine(image: &Path, bootargs: &str) -> Machine {
-    Machine::new(kernel())
-        .nvm(image, amber_qemu::DEFAULT_NVM_SIZE)
-        .bootargs(bootargs)
+    on_bus(
+        Machine::new(kernel())
+            .nvm(image, amber_qemu::DEFAULT_NVM_SIZE)
+            .bootargs(bootargs),
+    )
 }
 
 /// A running QEMU.

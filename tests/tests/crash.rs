@@ -18,8 +18,14 @@
 //! Cycles per workload: `AMBER_CRASH_CYCLES` (default 100; `cargo xtask test
 //! --crash-cycles N` sets it), twice that for the heap apps (so each kind of cut runs
 //! as many times as the cycle count). The seed is printed; repeat a run with `AMBER_SEED`.
+//!
+//! The ckcounter, bank and heap workloads run once more with the kernel's NVM on the
+//! SPI bus (`--nvm-bus spi`: every checkpoint byte through the FRAM protocol driver to
+//! the emulated chip, as on the ESP32-C3), for a quarter of the cycles (the SPI bus
+//! makes each checkpoint several times slower); each records its own summary line.
 
 use amber_kernel::exit::ExitCode;
+use amber_qemu::NvmBus;
 use amber_tests::{app_machine, number_after, record, Qemu, Rng};
 use std::time::{Duration, Instant};
 
@@ -55,10 +61,28 @@ struct Summary {
 /// Runs `cycles() * rounds` crash-and-reboot cycles of `app` on one NVM image, half
 /// of them by SIGKILL and half by a cut at a chosen store.
 fn crash_loop(app: &str, rounds: usize, inv: &mut dyn Invariant) {
-    let total = cycles() * rounds;
+    crash_cycles(app, cycles() * rounds, None, inv)
+}
+
+/// As [`crash_loop`] with the NVM on the SPI bus, for a quarter of the cycles (at
+/// least 8).
+fn crash_loop_spi(app: &str, rounds: usize, inv: &mut dyn Invariant) {
+    crash_cycles(app, (cycles() * rounds / 4).max(8), Some(NvmBus::Spi), inv)
+}
+
+/// `total` crash-and-reboot cycles of `app`, on `bus` (else the one `AMBER_NVM_BUS`
+/// names).
+fn crash_cycles(app: &str, total: usize, bus: Option<NvmBus>, inv: &mut dyn Invariant) {
     let mut rng = Rng::from_env(app);
     let mut s = Summary::default();
-    let machine = app_machine(app);
+    let mut machine = app_machine(app);
+    if let Some(bus) = bus {
+        machine.nvm_bus = bus;
+    }
+    let on = match machine.nvm_bus {
+        NvmBus::Mmio => String::new(),
+        bus => format!(" on the {} bus", bus.name()),
+    };
     let image = machine
         .nvm
         .as_ref()
@@ -181,14 +205,14 @@ fn crash_loop(app: &str, rounds: usize, inv: &mut dyn Invariant) {
         s.last_version,
         inv.progress()
     );
-    eprintln!("crash test {app}: {figures}");
+    eprintln!("crash test {app}{on}: {figures}");
     assert!(
         s.recoveries > 0,
         "{app}: no cycle recovered from a checkpoint"
     );
     assert!(s.store_cuts > 0, "{app}: no injected store cut fired");
     assert!(inv.progress() > 0, "{app}: no progress over {total} cycles");
-    record(&format!("crash cycles, app {app} (QEMU): {figures}"));
+    record(&format!("crash cycles, app {app}{on} (QEMU): {figures}"));
 }
 
 /// Counter: every printed value was committed first, so printed values never go back.
@@ -309,23 +333,29 @@ fn the_kv_table_after_a_power_cut_is_the_one_the_restored_client_knows() {
 
 #[test]
 fn the_heap_apps_find_their_heap_as_their_own_state_left_it_across_power_cuts() {
-    crash_loop(
-        "heap",
-        // The issue asks for at least 100 cycles of each kind of cut.
-        2,
-        &mut All(vec![
-            SelfChecked {
-                tag: "logger",
-                key: "logger: ",
-                best: 0,
-            },
-            SelfChecked {
-                tag: "kv",
-                key: "kv: ",
-                best: 0,
-            },
-        ]),
-    );
+    // The issue asks for at least 100 cycles of each kind of cut.
+    crash_loop("heap", 2, &mut heap_apps());
+}
+
+/// The heap apps' invariants: the logger's and the key-value client's.
+fn heap_apps() -> All {
+    All(vec![
+        SelfChecked {
+            tag: "logger",
+            key: "logger: ",
+            best: 0,
+        },
+        SelfChecked {
+            tag: "kv",
+            key: "kv: ",
+            best: 0,
+        },
+    ])
+}
+
+#[test]
+fn the_heap_apps_on_the_spi_bus_find_their_heap_as_their_own_state_left_it() {
+    crash_loop_spi("heap", 2, &mut heap_apps());
 }
 
 #[test]
@@ -334,16 +364,26 @@ fn a_committed_counter_only_grows_across_power_cuts() {
 }
 
 #[test]
+fn a_committed_counter_only_grows_across_power_cuts_on_the_spi_bus() {
+    crash_loop_spi("ckcounter", 1, &mut Growing::default());
+}
+
+fn bank() -> SelfChecked {
+    SelfChecked {
+        tag: "bank",
+        key: "bank: ",
+        best: 0,
+    }
+}
+
+#[test]
 fn the_bank_total_never_changes_across_power_cuts() {
-    crash_loop(
-        "bank",
-        1,
-        &mut SelfChecked {
-            tag: "bank",
-            key: "bank: ",
-            best: 0,
-        },
-    );
+    crash_loop("bank", 1, &mut bank());
+}
+
+#[test]
+fn the_bank_total_never_changes_across_power_cuts_on_the_spi_bus() {
+    crash_loop_spi("bank", 1, &mut bank());
 }
 
 #[test]

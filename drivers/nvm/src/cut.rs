@@ -38,6 +38,11 @@ impl<N: Nvm> CutNvm<N> {
     pub fn stores(&self) -> u64 {
         self.stores
     }
+
+    /// The device underneath.
+    pub fn inner(&self) -> &N {
+        &self.inner
+    }
 }
 
 impl<N: Nvm> Nvm for CutNvm<N> {

@@ -87,12 +87,17 @@ impl Attempt {
     }
 }
 
-/// How a completed persist phase went: what it took on `Platform::counter`, and the
-/// sum of the instruction bounds the callbacks declared (0 = none).
+/// How a completed persist phase went: what it took on `Platform::counter`, the sum
+/// of the instruction bounds the callbacks declared (0 = none), and how many threads
+/// that run in the phase were inside a request (owed a reply) when it began and when
+/// it ended: a driver that shares its bus with the kernel's NVM must be at 0 at the
+/// end (README, "NVM buses").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PersistEnd {
     pub counted: u64,
     pub declared_bound: u64,
+    pub in_request_at_begin: u32,
+    pub in_request_at_end: u32,
 }
 
 /// What became of the power failure's checkpoint: it committed, writing it failed,
@@ -118,13 +123,14 @@ pub struct Halt {
 
 /// The persist phase in progress: the callbacks (by arena index, in a 64-bit set)
 /// asked to persist that have not called `PersistDone`, the sum of the bounds they
-/// declared, the checkpoint that follows, and `Platform::now_ticks` and
-/// `Platform::counter` when it began.
+/// declared, the threads of the phase inside a request when it began, the checkpoint
+/// that follows, and `Platform::now_ticks` and `Platform::counter` when it began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PersistPhase {
     pub(crate) active: bool,
     pub(crate) waiting: u64,
     pub(crate) declared: u64,
+    pub(crate) in_request: u32,
     pub(crate) cause: Cause,
     pub(crate) began: (u64, u64),
 }
@@ -137,6 +143,7 @@ impl PersistPhase {
         active: false,
         waiting: 0,
         declared: 0,
+        in_request: 0,
         cause: Cause::Periodic,
         began: (0, 0),
     };

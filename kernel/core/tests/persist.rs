@@ -135,7 +135,7 @@ fn a_callback_waiting_in_recv_is_interrupted_and_only_servers_run_until_it_is_do
     );
     let step = s.event(CheckpointEvent::Syscall);
     assert!(
-        matches!(step, Step::Write(ref a) if a.persisted() == Some(PersistEnd { counted: 0, declared_bound: 5000 })),
+        matches!(step, Step::Write(ref a) if a.persisted() == Some(PersistEnd { counted: 0, declared_bound: 5000, in_request_at_begin: 0, in_request_at_end: 0 })),
         "the phase ends with the bound svc declared: {step:?}"
     );
     assert!(!s.k.persist_active());
@@ -168,6 +168,50 @@ fn a_running_callback_is_asked_at_its_next_recv() {
     let step = s.event(CheckpointEvent::Syscall);
     assert!(
         matches!(step, Step::Write(ref a) if a.persisted().is_some_and(|p| p.declared_bound == 0))
+    );
+}
+
+/// The SPI bus rule (README, "NVM buses"): a driver that is a persist callback and
+/// inside a request when the checkpoint becomes due (a client waits for its reply; its
+/// transfer may be on the bus) is not interrupted; the checkpoint waits until it has
+/// answered and said `PersistDone` between requests.
+#[test]
+fn a_callback_inside_a_request_finishes_it_before_the_checkpoint() {
+    let mut s = system();
+    assert_eq!(
+        watch(&mut s, "drv", WatchFlags::PERSIST_CALLBACK.bits()),
+        Ok(())
+    );
+    s.sys("drv", Sysno::Recv, [EP, 0, 0, 0, 0, 0]);
+    s.sys("app", Sysno::Call, [EP, 10, 0, 0, 0, 0]);
+    assert_eq!(
+        s.state("app"),
+        TaskState::Blocked,
+        "app waits for the reply"
+    );
+    assert_eq!(s.regs("drv").r[0], 10, "drv is inside app's request");
+
+    assert_eq!(s.due(), Step::Run, "the checkpoint waits for the phase");
+    assert_eq!(
+        s.event(CheckpointEvent::Syscall),
+        Step::Run,
+        "and for drv, still inside the request"
+    );
+    assert_eq!(
+        s.sys("drv", Sysno::Reply, [0, 11, 0, 0, 0, 0]).status(),
+        Ok(())
+    );
+    assert_eq!(s.event(CheckpointEvent::Syscall), Step::Run);
+    assert_eq!(
+        s.sys("drv", Sysno::Recv, [EP, 0, 0, 0, 0, 0]).status(),
+        Err(Error::Interrupted),
+        "between requests drv is asked"
+    );
+    assert_eq!(s.sys("drv", Sysno::PersistDone, [0; 6]).status(), Ok(()));
+    let step = s.event(CheckpointEvent::Syscall);
+    assert!(
+        matches!(step, Step::Write(ref a) if a.persisted().is_some_and(|p| p.in_request_at_begin == 1 && p.in_request_at_end == 0)),
+        "one request was in flight when the phase began, none when it ended: {step:?}"
     );
 }
 
@@ -306,7 +350,9 @@ fn a_power_failure_halts_after_its_phase_and_checkpoint_with_what_they_cost() {
             interrupted_at: 2000,
             persisted: Some(PersistEnd {
                 counted: 3000,
-                declared_bound: 9
+                declared_bound: 9,
+                in_request_at_begin: 0,
+                in_request_at_end: 0,
             }),
             outcome: HaltOutcome::Committed,
         }),

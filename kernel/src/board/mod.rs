@@ -72,6 +72,11 @@ mod contract {
         fn boot_options(boot: [usize; 2]) -> &'static [u8];
         /// Finds the NVM device and makes it reachable.
         fn nvm() -> Result<Self::Nvm, Self::NvmError>;
+        /// Bytes the NVM's bus has clocked so far, where it is a serial bus (SPI
+        /// FRAM); `None` for memory-mapped NVM.
+        fn nvm_wire_bytes(_nvm: &Self::Nvm) -> Option<u64> {
+            None
+        }
         /// Starts the tick and the sources the board serves itself (the console),
         /// and enables interrupts.
         fn start_interrupts();

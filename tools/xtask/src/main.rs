@@ -12,7 +12,9 @@ mod esp_image;
 mod gdb;
 mod validate;
 
-use amber_qemu::{check_nvm_size, ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE};
+use amber_qemu::{
+    check_nvm_size, ensure_nvm_image, find_qemu, Console, Machine, NvmBus, DEFAULT_NVM_SIZE,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -40,6 +42,8 @@ commands:
       --format          erase the NVM and format it anew, whatever it holds
       --icount          count instructions (-icount shift=0,sleep=off): repeatable timing,
                         and figures in exact instructions (without it they are host time)
+      --nvm-bus BUS     mmio (default: memory-mapped NVM) or spi (the kernel's NVM is one
+                        emulated SPI FRAM behind the FRAM driver, as on the ESP32-C3)
       --bootargs ARGS   extra kernel options, e.g. \"amber.log=debug\"
       --gdb[=PORT]      start halted with QEMU's gdb stub on PORT (default 1234) and print
                         the gdb-multiarch command that attaches with every symbol file
@@ -51,6 +55,8 @@ commands:
                         tests, and the QEMU integration tests in tests/; ends with what
                         they showed (crash states, crash cycles, syscalls fuzzed)
       --crash-cycles N  crash-and-reboot cycles per workload (default 100)
+      --nvm-bus BUS     the NVM bus of every QEMU test that does not choose one (mmio,
+                        the default, or spi)
   inspect [IMAGE]       decode and verify an NVM image with nvm-inspect (default
                         target/amber/nvm.img, the one `run` uses)
 ";
@@ -334,6 +340,7 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut size = DEFAULT_NVM_SIZE;
     let mut bootargs = Vec::new();
     let mut icount = false;
+    let mut nvm_bus = NvmBus::Mmio;
     let mut gdb = None;
     let mut build = true;
     let mut app = "demo".to_owned();
@@ -355,6 +362,7 @@ fn run(args: &[String]) -> Result<(), String> {
             }
             "--format" => bootargs.push("amber.format".to_owned()),
             "--icount" => icount = true,
+            "--nvm-bus" => nvm_bus = NvmBus::from_name(&value("--nvm-bus")?)?,
             "--bootargs" => bootargs.push(value("--bootargs")?),
             "--gdb" => gdb = Some(gdb::DEFAULT_PORT),
             "--no-build" => build = false,
@@ -402,6 +410,7 @@ fn run(args: &[String]) -> Result<(), String> {
         .nvm(&nvm, size)
         .bootargs(&bootargs.join(" "));
     machine.icount = icount;
+    machine.nvm_bus = nvm_bus;
     machine.console = Console::Terminal;
     machine.gdb = gdb;
     eprintln!(
@@ -468,19 +477,26 @@ fn inspect(args: &[String]) -> Result<(), String> {
 }
 
 fn test(args: &[String]) -> Result<(), String> {
-    let cycles = match args {
-        [] => None,
-        [flag, n] if flag == "--crash-cycles" => Some(
-            n.parse::<u32>()
-                .map_err(|_| format!("--crash-cycles takes a number, not `{n}`"))?,
-        ),
-        _ => {
-            return Err(format!(
-                "unknown options for test: {}\n\n{USAGE}",
-                args.join(" ")
-            ))
+    let mut cycles = None;
+    let mut bus = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| format!("{a} needs a value\n\n{USAGE}"))
+        };
+        match a.as_str() {
+            "--crash-cycles" => {
+                let n = value()?;
+                cycles = Some(
+                    n.parse::<u32>()
+                        .map_err(|_| format!("--crash-cycles takes a number, not `{n}`"))?,
+                )
+            }
+            "--nvm-bus" => bus = Some(NvmBus::from_name(value()?)?),
+            _ => return Err(format!("unknown option `{a}` for test\n\n{USAGE}")),
         }
-    };
+    }
     // Fail before any long build when QEMU is missing, naming the package; the device
     // lint below needs the target as much as a build does.
     find_qemu().map_err(|e| e.to_string())?;
@@ -531,6 +547,9 @@ fn test(args: &[String]) -> Result<(), String> {
         .env(amber_test_summary::SUMMARY_VAR, &summary);
     if let Some(n) = cycles {
         cmd.env("AMBER_CRASH_CYCLES", n.to_string());
+    }
+    if let Some(bus) = bus {
+        cmd.env(amber_qemu::NVM_BUS_VAR, bus.name());
     }
     step(
         "running host unit tests and QEMU integration tests",
@@ -669,6 +688,19 @@ fn bench() -> Result<(), String> {
             "checkpoints: 500 since boot",
             1,
         )?;
+    }
+    println!("== checkpoint pause on the two NVM buses: memory-mapped vs SPI FRAM (500 checkpoints, -icount) ==");
+    for app in ["demo", "bank"] {
+        let kernel = build_app(app, DEFAULT_NVM_SIZE)?;
+        for bus in [NvmBus::Mmio, NvmBus::Spi] {
+            print!("app {app}, --nvm-bus {}: ", bus.name());
+            icount_run(
+                &kernel,
+                &format!("amber.nvm-bus={}", bus.name()),
+                "checkpoints: 500 since boot",
+                1,
+            )?;
+        }
     }
     println!("== heap service vs library, FRAM words per checkpoint (heapbench apps, -icount) ==");
     // Each run prints 6 best-case lines, 1 workload line and `heapbench: done` (the

@@ -39,6 +39,7 @@ impl Kernel {
     /// the others, so nothing changes between its persist and the checkpoint. Only
     /// called without a phase in progress.
     pub(crate) fn begin_persist(&mut self, cause: Cause, plat: &impl Platform) -> bool {
+        let in_request = self.in_request();
         let ids = self.thread_ids().collect_array();
         let mut waiting = 0;
         for t in ids.into_iter().flatten() {
@@ -63,6 +64,7 @@ impl Kernel {
             active: true,
             waiting,
             declared: 0,
+            in_request,
             cause,
             began: (plat.now_ticks(), plat.counter()),
         };
@@ -81,7 +83,17 @@ impl Kernel {
         Some(PersistEnd {
             counted: plat.counter().wrapping_sub(phase.began.1),
             declared_bound: phase.declared,
+            in_request_at_begin: phase.in_request,
+            in_request_at_end: self.in_request(),
         })
+    }
+
+    /// Threads that run in a persist phase and are inside a request: a client waits
+    /// for their reply (an SPI driver between `Recv` and `Reply` may be mid-transfer).
+    fn in_request(&self) -> u32 {
+        self.thread_ids()
+            .filter(|&t| self.serves_persist(t) && self.thread(t).reply_to.is_some())
+            .count() as u32
     }
 
     /// Ends the phase in progress without a checkpoint (it overran its bound): every

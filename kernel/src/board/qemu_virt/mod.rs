@@ -6,6 +6,8 @@
 //! checkpoint), only the means.
 
 pub mod map;
+#[cfg(target_os = "none")]
+mod nvm_bus;
 
 #[cfg(target_os = "none")]
 pub use device::QemuVirt;
@@ -13,6 +15,7 @@ pub use device::QemuVirt;
 #[cfg(target_os = "none")]
 mod device {
     use super::map::{MAP, PCIE_MMIO_BASE};
+    use super::nvm_bus::BoardNvm;
     use crate::arch::TrapVector;
     use crate::board::{Board, Event, MemoryMap};
     use crate::exit::ExitCode;
@@ -50,6 +53,8 @@ mod device {
 
     /// The command line said QEMU runs with `-icount`.
     static ICOUNT: AtomicBool = AtomicBool::new(false);
+    /// The command line chose the SPI bus for the NVM (`amber.nvm-bus=spi`).
+    static SPI_BUS: AtomicBool = AtomicBool::new(false);
 
     // SAFETY: UART_BASE is the 16550 of `virt`, and only this static reaches it.
     static CONSOLE: spin::Mutex<Uart> = spin::Mutex::new(unsafe { Uart::new(UART_BASE) });
@@ -87,6 +92,7 @@ mod device {
         NoDevice,
         Pci(amber_pci::PciError),
         TooLarge(u64),
+        TooLargeForSpi(u32),
     }
 
     impl fmt::Display for NvmSetupError {
@@ -101,6 +107,11 @@ mod device {
                 NvmSetupError::TooLarge(size) => {
                     write!(f, "the NVM device of {size} bytes is larger than the 4 GiB Amber addresses")
                 }
+                NvmSetupError::TooLargeForSpi(size) => write!(
+                    f,
+                    "the NVM of {size} bytes cannot be one SPI FRAM (3-byte addresses reach \
+                     16 MiB): use amber.nvm-bus=mmio or a smaller image"
+                ),
             }
         }
     }
@@ -139,7 +150,7 @@ mod device {
         const TICK_MS: u32 = TICK_MS;
         const TRAP_VECTOR: TrapVector = TrapVector::Direct;
         type Console = Uart;
-        type Nvm = MmioNvm;
+        type Nvm = BoardNvm;
         type NvmError = NvmSetupError;
 
         fn console() -> &'static spin::Mutex<Uart> {
@@ -168,16 +179,19 @@ mod device {
                     &[]
                 }
             };
-            let icount = options
-                .split(u8::is_ascii_whitespace)
-                .any(|w| w == b"amber.icount");
-            ICOUNT.store(icount, Ordering::Relaxed);
+            let words = || options.split(u8::is_ascii_whitespace);
+            ICOUNT.store(words().any(|w| w == b"amber.icount"), Ordering::Relaxed);
+            SPI_BUS.store(
+                words().any(|w| w == b"amber.nvm-bus=spi"),
+                Ordering::Relaxed,
+            );
             options
         }
 
         /// Finds the ivshmem device and maps its memory BAR at the start of the PCIe
-        /// window ([`MemoryMap::nvm_window`]).
-        fn nvm() -> Result<MmioNvm, NvmSetupError> {
+        /// window ([`MemoryMap::nvm_window`]); on the SPI bus, the window is the array
+        /// of an emulated FRAM chip behind the FRAM protocol driver (`nvm_bus.rs`).
+        fn nvm() -> Result<BoardNvm, NvmSetupError> {
             // SAFETY: PCIE_ECAM is `virt`'s ECAM, and only the boot path configures PCI.
             let mut ecam = unsafe { Ecam::new(PCIE_ECAM) };
             let bdf = amber_pci::find(&mut ecam, IVSHMEM_VENDOR, IVSHMEM_DEVICE)
@@ -199,7 +213,17 @@ mod device {
             );
             // SAFETY: `place_bar64` mapped exactly `[base, base + size)` to the device's
             // memory in the PCIe window, and nothing else uses that range.
-            Ok(unsafe { MmioNvm::new(base as usize as *mut u8, size) })
+            let window = unsafe { MmioNvm::new(base as usize as *mut u8, size) };
+            if !SPI_BUS.load(Ordering::Relaxed) {
+                return Ok(BoardNvm::Mmio(window));
+            }
+            // Not "NVM": tests wait for the line after it ("found NVM ...").
+            log::info!("nvm bus: spi, an emulated FRAM of {size} bytes behind the FRAM driver");
+            BoardNvm::spi(window).ok_or(NvmSetupError::TooLargeForSpi(size))
+        }
+
+        fn nvm_wire_bytes(nvm: &BoardNvm) -> Option<u64> {
+            nvm.wire_bytes()
         }
 
         /// The 10 ms CLINT tick and the UART's receive interrupt through the PLIC.

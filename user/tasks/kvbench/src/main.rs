@@ -85,6 +85,12 @@ fn map_nor(w: &Workload) -> ((usize, usize), kvbench::workload::Outcome) {
     (s.ram(), run(&mut s, w, OPS))
 }
 
+#[cfg(target_os = "none")]
+const _: () = assert!(
+    FLASH.len >= DEVICE_BYTES && NVM.len >= DEVICE_BYTES,
+    "the app grants memories `flash` and `nvm` of DEVICE_BYTES bytes each"
+);
+
 fn main() {
     for w in &WORKLOADS {
         for store in STORES {

@@ -16,6 +16,13 @@
 //! ring refuses the write (`SpiError::Full`: the client asks for a checkpoint and
 //! writes again); nothing is ever dropped. Its fault policy must be "end": a restart
 //! would format the ring.
+//!
+//! It is a persist callback that persists nothing: asked to persist, it says
+//! `PersistDone` only at the top of its loop, between requests, where it has no
+//! transfer on the bus. So the kernel, which writes a checkpoint only once every
+//! callback is done, never takes the SPI bus it shares with this driver on the
+//! ESP32-C3 in the middle of one of its transfers (README, "NVM buses"). It must
+//! never touch the bus outside a request once it has registered.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
@@ -27,8 +34,8 @@ use amber_spi_api::{
 };
 use amber_user::abi::NO_SLOT;
 use amber_user::{
-    build_setting, commit_watch, counters_exact, memory, poll, println, recv, reply, IpcDesc,
-    Memory, WatchFlags,
+    build_setting, commit_watch, counters_exact, memory, persist_done, poll, println, recv, reply,
+    Error, IpcDesc, Memory, WatchFlags,
 };
 use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
 
@@ -107,8 +114,9 @@ fn main() {
         NOTIFICATION,
         COMMITTED,
         RESTORED,
-        // Heap services write through this driver while they persist.
-        WatchFlags::SERVES_PERSIST,
+        // A callback (which serves too: heap services write through this driver while
+        // they persist), so that checkpoints find it between requests.
+        WatchFlags::PERSIST_CALLBACK,
     )
     .expect("commit watch");
     // SAFETY: the app grants this task `spi` with read and write, mapped by PMP; its
@@ -147,8 +155,14 @@ fn main() {
             recv_slot: NO_SLOT,
             ..IpcDesc::default()
         };
-        let Ok((w, badge)) = recv(ENDPOINT, Some(&mut d)) else {
-            continue;
+        let (w, badge) = match recv(ENDPOINT, Some(&mut d)) {
+            Ok(message) => message,
+            // Between requests: nothing of ours is on the bus.
+            Err(Error::Interrupted) => {
+                let _ = persist_done(0);
+                continue;
+            }
+            Err(_) => continue,
         };
         events(&mut ring, &mut ring_nvm, &mut fram, watch, &mut applies);
         let (op, addr, len, check) = (w[0], w[1], w[2] as usize, w[3]);
