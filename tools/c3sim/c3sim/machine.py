@@ -38,6 +38,7 @@ SRAM_DATA_BASE = 0x3FC8_0000
 SRAM_BYTES = 384 * 1024
 IRAM_ALIAS = 0x0070_0000
 WFI = 0x1050_0073
+MRET = 0x3020_0073
 MSTATUS_MIE, MSTATUS_MPIE = 1 << 3, 1 << 7
 MPP_SHIFT = 11
 CAUSE_ILLEGAL = 2
@@ -106,8 +107,10 @@ class Machine:
             UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED,
             self._on_unmapped,
         )
-        for addr in self._wfi_addresses(segments):
+        for addr in self._addresses_of(WFI, segments):
             self.uc.hook_add(UC_HOOK_CODE, self._on_wfi, None, addr, addr)
+        for addr in self._addresses_of(MRET, segments):
+            self.uc.hook_add(UC_HOOK_CODE, self._on_mret, None, addr, addr)
         self.uc.reg_write(R.UC_RISCV_REG_PC, entry)
         self.pccr_base = 0
         self.pcmr = 0
@@ -120,14 +123,14 @@ class Machine:
                 return addr
         raise image.ImageError(f"segment at {addr:#010x} ({length} bytes) is not in SRAM1")
 
-    def _wfi_addresses(self, segments):
-        """Every halfword-aligned wfi in the code segments (instruction bus)."""
+    def _addresses_of(self, insn, segments):
+        """Every halfword-aligned `insn` in the code segments (instruction bus)."""
         found = []
         for addr, body in segments:
             if addr < SRAM_DATA_BASE + IRAM_ALIAS:
                 continue
             for off in range(0, len(body) - 3, 2):
-                if int.from_bytes(body[off : off + 4], "little") == WFI:
+                if int.from_bytes(body[off : off + 4], "little") == insn:
                     found.append(addr + off)
         return found
 
@@ -172,7 +175,10 @@ class Machine:
 
     # --- traps --------------------------------------------------------------------
 
-    def _enter_trap(self, cause, epc, tval, interrupt_line=None):
+    def _enter_trap(self, cause, epc, tval, interrupt_line=None, after_mret=False):
+        """`after_mret`: the trap is taken at the first instruction after an mret
+        (which has not run): the privilege and MIE it would have restored become MPP
+        and MPIE."""
         uc = self.uc
         # Unicorn's QEMU does not flush its TLB when pmpcfg/pmpaddr change, so U-mode
         # would keep the permissions it had before the kernel changed the PMP (a
@@ -181,12 +187,14 @@ class Machine:
         # trap entry makes U-mode see the PMP the kernel leaves.
         uc.ctl(UC_CTL_TLB_FLUSH, UC_CTL_IO_WRITE)
         prev = uc.reg_read(R.UC_RISCV_REG_PRIV)
+        ms = uc.reg_read(R.UC_RISCV_REG_MSTATUS)
+        mie = 1 if ms & MSTATUS_MIE else 0
+        if after_mret:
+            prev, mie = (ms >> MPP_SHIFT) & 3, 1 if ms & MSTATUS_MPIE else 0
         uc.reg_write(R.UC_RISCV_REG_PRIV, 3)
         uc.reg_write(R.UC_RISCV_REG_MEPC, epc)
         uc.reg_write(R.UC_RISCV_REG_MCAUSE, cause)
         uc.reg_write(R.UC_RISCV_REG_MTVAL, tval)
-        ms = uc.reg_read(R.UC_RISCV_REG_MSTATUS)
-        mie = 1 if ms & MSTATUS_MIE else 0
         ms = (ms & ~(MSTATUS_MIE | MSTATUS_MPIE | (3 << MPP_SHIFT))) | (mie << 7) | ((prev & 3) << MPP_SHIFT)
         uc.reg_write(R.UC_RISCV_REG_MSTATUS, ms)
         mtvec = uc.reg_read(R.UC_RISCV_REG_MTVEC)
@@ -286,6 +294,19 @@ class Machine:
             levels.update(dev.levels())
         return self.intmatrix.line_to_take(levels)
 
+    def _on_mret(self, uc, addr, size, _data):
+        """mret: an interrupt pending for the mode it returns to is taken at once, at
+        the instruction it returns to (as the chip would, one instruction later)."""
+        ms = uc.reg_read(R.UC_RISCV_REG_MSTATUS)
+        if (ms >> MPP_SHIFT) & 3 == 3 and not ms & MSTATUS_MPIE:
+            return
+        line = self._pending_line()
+        if line is None:
+            return
+        self.interrupts += 1
+        epc = uc.reg_read(R.UC_RISCV_REG_MEPC)
+        self._enter_trap(0x8000_0000 | line, epc, 0, interrupt_line=line, after_mret=True)
+
     def _on_wfi(self, uc, addr, size, _data):
         """wfi: the clock skips to the next alarm when nothing is pending; the CPU
         resumes after the wfi, taking the interrupt if mstatus.MIE allows."""
@@ -311,9 +332,9 @@ class Machine:
     # --- running ------------------------------------------------------------------
 
     def run(self, max_instructions, poll=None):
-        """Runs until `max_instructions` have run in total or the run stops. `poll` is
-        called between slices (console input, brown-out); returns the Stop, or None when
-        the budget was used up."""
+        """Runs until `max_instructions` have run in total, the run stops, or `poll`
+        (called between slices: console input, brown-out) returns True; returns the
+        Stop, or None."""
         while self.stop is None and self.instructions < max_instructions:
             for dev in (self.rtc, *self.timg):
                 try:
@@ -323,8 +344,8 @@ class Machine:
                     break
             if self.stop:
                 break
-            if poll:
-                poll(self)
+            if poll and poll(self):
+                break
             pc = self._pc()
             self._take_interrupt(pc)
             n = min(SLICE, max_instructions - self.instructions)
