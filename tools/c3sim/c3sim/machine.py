@@ -20,6 +20,7 @@ from unicorn import (
     UC_ARCH_RISCV,
     UC_CTL_IO_WRITE,
     UC_CTL_TLB_FLUSH,
+    UC_HOOK_BLOCK,
     UC_HOOK_CODE,
     UC_HOOK_INTR,
     UC_HOOK_MEM_FETCH_UNMAPPED,
@@ -46,6 +47,49 @@ CAUSE_ILLEGAL = 2
 PCER, PCMR, PCCR = 0x7E0, 0x7E1, 0x7E2
 SLICE = 20_000
 UNICORN_EXCEPTION_PC_OFFSET = 4
+
+
+# CSRs the ESP32-C3 does not have (it has no mie/mip: the interrupt matrix masks),
+# and the instruction classes outside RV32IMC.
+ABSENT_CSRS = {0x304: "mie", 0x344: "mip", 0xB02: "minstret", 0xB82: "minstreth",
+               0xC02: "instret", 0xC82: "instreth"}
+FP_OPCODES = {0x07, 0x27, 0x43, 0x47, 0x4B, 0x4F, 0x53}
+TASK_CODE = (0x403C_0000, 0x403C_8000)
+
+
+def outside_rv32imc(word):
+    """What the C3 lacks that the instruction `word` (its low 32 bits; a compressed
+    instruction in the low half) uses, or None."""
+    if word & 3 != 3:
+        half = word & 0xFFFF
+        quadrant, funct3 = half & 3, half >> 13
+        if quadrant in (0, 2) and funct3 & 1 and half:
+            return "a compressed floating-point load or store (no F/D extension)"
+        return None
+    op = word & 0x7F
+    if op == 0x2F:
+        return "an atomic (A extension)"
+    if op in FP_OPCODES:
+        return "a floating-point instruction (no F/D extension)"
+    if op == 0x73 and (word >> 12) & 7 not in (0, 4):
+        csr = word >> 20
+        if csr in ABSENT_CSRS:
+            return f"CSR {ABSENT_CSRS[csr]} ({csr:#x}), which the ESP32-C3 does not have"
+    return None
+
+
+def first_outside_rv32imc(addr, body):
+    """(address, what, instruction) of the first instruction of `body` (code at
+    `addr`, decoded from its start) outside RV32IMC, or None."""
+    body = bytes(body) + b"\0\0"
+    off = 0
+    while off < len(body) - 2:
+        word = int.from_bytes(body[off : off + 4], "little")
+        why = outside_rv32imc(word)
+        if why:
+            return addr + off, why, word if word & 3 == 3 else word & 0xFFFF
+        off += 4 if word & 3 == 3 else 2
+    return None
 
 
 class Stop(Exception):
@@ -111,6 +155,16 @@ class Machine:
             self.uc.hook_add(UC_HOOK_CODE, self._on_wfi, None, addr, addr)
         for addr in self._addresses_of(MRET, segments):
             self.uc.hook_add(UC_HOOK_CODE, self._on_mret, None, addr, addr)
+        # The kernel's code is checked where it lies, in one linear sweep (Rust puts no
+        # data in .text); the tasks' code, which the kernel copies in at boot, block by
+        # block as it first runs.
+        for addr, body in segments:
+            if addr >= SRAM_DATA_BASE + IRAM_ALIAS:
+                bad = first_outside_rv32imc(addr, body)
+                if bad:
+                    raise Stop(f"kernel code: {bad[1]} (instruction {bad[2]:#x})", bad[0])
+        self._checked_blocks = set()
+        self.uc.hook_add(UC_HOOK_BLOCK, self._on_task_block, None, *TASK_CODE)
         self.uc.reg_write(R.UC_RISCV_REG_PC, entry)
         self.pccr_base = 0
         self.pcmr = 0
@@ -293,6 +347,17 @@ class Machine:
         for dev in self.devices:
             levels.update(dev.levels())
         return self.intmatrix.line_to_take(levels)
+
+    def _on_task_block(self, uc, addr, size, _data):
+        key = (addr, size)
+        if key in self._checked_blocks:
+            return
+        bad = first_outside_rv32imc(addr, uc.mem_read(addr, size))
+        if bad and bad[0] < addr + size:
+            self._fail(f"task code: {bad[1]} (instruction {bad[2]:#x} at {bad[0]:#010x})")
+            uc.reg_write(R.UC_RISCV_REG_PC, addr)
+            return
+        self._checked_blocks.add(key)
 
     def _on_mret(self, uc, addr, size, _data):
         """mret: an interrupt pending for the mode it returns to is taken at once, at
