@@ -9,7 +9,9 @@ import argparse
 import os
 import select
 import sys
+import termios
 import time
+import tty
 
 from . import image
 from .machine import Machine, Stop
@@ -55,8 +57,18 @@ def main(argv=None):
             m.uart.feed(data.replace(bytes([BROWN_OUT_KEY]), b""))
 
     budget = args.instructions if args.instructions is not None else 1 << 62
+    saved = None
+    if args.interactive and sys.stdin.isatty():
+        saved = termios.tcgetattr(sys.stdin)
+        tty.setcbreak(sys.stdin)  # keys at once; Ctrl-C still quits
     start = time.monotonic()
-    stop = m.run(budget, poll)
+    try:
+        stop = m.run(budget, poll)
+    except KeyboardInterrupt:
+        stop = Stop("halted: quit from the terminal (Ctrl-C)")
+    finally:
+        if saved is not None:
+            termios.tcsetattr(sys.stdin, termios.TCSADRAIN, saved)
     seconds = max(time.monotonic() - start, 1e-9)
     out.flush()
     m.close()

@@ -409,7 +409,11 @@ class Machine:
                     break
             if self.stop:
                 break
-            if poll and poll(self):
+            try:
+                if poll and poll(self):
+                    break
+            except periph.RtcCntl.BrownOutReset as e:
+                self.stop = Stop(str(e), self._pc())
                 break
             pc = self._pc()
             self._take_interrupt(pc)

@@ -203,13 +203,16 @@ class RtcCntl(Device):
             )
 
     def brown_out(self):
-        """The supply dips below the threshold: the detector (when on) raises its
-        interrupt, or resets the chip when its reset is enabled."""
-        if not self.brown_out_reg & self.BROWN_OUT_ENA:
+        """The supply falls below the threshold and stays there: the detector, once
+        on, raises its interrupt, or resets the chip when its reset is enabled."""
+        self.below_threshold = True
+        self._detect()
+
+    def _detect(self):
+        if not self.below_threshold or not self.brown_out_reg & self.BROWN_OUT_ENA:
             return
         if self.brown_out_reg & self.BROWN_OUT_RST_ENA:
             raise self.BrownOutReset("brown-out with its chip reset enabled: the chip resets")
-        self.below_threshold = True
         self.int_raw |= self.BROWN_OUT_INT
 
     def read(self, off):
@@ -233,6 +236,8 @@ class RtcCntl(Device):
             self.int_ena = value
         elif off == self.INT_CLR:
             self.int_raw &= ~value
+            # The detector keeps raising it while the supply stays below the threshold.
+            self._detect()
         elif off == self.WDTCONFIG0:
             self.rwdt.write_config(value)
         elif off == self.WDTWPROTECT:
@@ -243,6 +248,7 @@ class RtcCntl(Device):
             self.swd.protect = value
         elif off == self.BROWN_OUT:
             self.brown_out_reg = value & ~self.BROWN_OUT_DET
+            self._detect()
         else:
             super().write(off, value)
 

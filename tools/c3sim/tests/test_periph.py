@@ -93,12 +93,26 @@ class WatchdogTest(unittest.TestCase):
         r.write(0xD8, r.read(0xD8) | 1 << 30)
         with self.assertRaises(periph.RtcCntl.BrownOutReset):
             r.brown_out()
+        r = periph.RtcCntl()
+        r.brown_out()  # before the detector is on: seen once it is
+        self.assertEqual(r.levels(), {27: False})
         r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30)
         r.write(0x40, 1 << 9)
         r.brown_out()
         self.assertEqual(r.levels(), {27: True})
         r.write(0x4C, 1 << 9)
-        self.assertEqual(r.levels(), {27: False})
+        self.assertEqual(r.levels(), {27: True}, "raised again while the supply is low")
+        r = periph.RtcCntl()
+        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30)
+        r.write(0x40, 1 << 9)
+        r.write(0x4C, 1 << 9)
+        self.assertEqual(r.levels(), {27: False}, "no brown-out, nothing raised")
+        r = periph.RtcCntl()
+        r.brown_out()  # before the detector is on: seen once it is
+        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30)
+        r.write(0x4C, 1 << 9)
+        r.write(0x40, 1 << 9)
+        self.assertEqual(r.levels(), {27: True})
 
 
 class SystimerAndMatrixTest(unittest.TestCase):
