@@ -73,8 +73,9 @@ def main(argv=None):
     out.flush()
     m.close()
     rate = m.instructions / seconds
+    bound = "" if m.count_exact else "at most "
     print(
-        f"c3sim: {m.instructions} instructions in {seconds:.2f} s host time "
+        f"c3sim: {bound}{m.instructions} instructions in {seconds:.2f} s host time "
         f"({rate / 1e6:.2f} M instructions per second), {m.interrupts} interrupts, "
         f"{len(m.traps)} exceptions, {m.spi.transactions} SPI transactions",
         file=sys.stderr,

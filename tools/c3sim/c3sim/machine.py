@@ -112,6 +112,7 @@ class Machine:
         self.traps = []  # (mcause, mepc, mtval) of every exception delivered
         self.interrupts = 0
         self.stop = None
+        self.count_exact = True
 
         self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV32)
         self._sram = ctypes.create_string_buffer(SRAM_BYTES)
@@ -426,8 +427,11 @@ class Machine:
             except UcError as e:
                 if self.stop is None:
                     self.stop = Stop(f"unicorn: {e}", self._pc())
-            # The slice ran n instructions unless the run was stopped inside it.
+            # The slice ran exactly n instructions unless the run was stopped inside
+            # it: then at most n, and the total is only an upper bound.
             self.instructions += n
+            if self.stop is not None:
+                self.count_exact = False
         return self.stop
 
     def close(self):
