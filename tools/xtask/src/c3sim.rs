@@ -58,7 +58,12 @@ pub fn run_cmd(args: &[String]) -> Result<(), String> {
         };
         match a.as_str() {
             "--app" => app = value()?,
-            "--fram" => fram = PathBuf::from(value()?),
+            // The simulator runs in tools/c3sim: a relative path is the caller's.
+            "--fram" => {
+                fram = std::env::current_dir()
+                    .map_err(|e| format!("cannot tell the current directory: {e}"))?
+                    .join(value()?)
+            }
             "--instructions" => extra.extend(["--instructions".to_owned(), value()?]),
             other => return Err(format!("unknown option `{other}`\n{usage}")),
         }
