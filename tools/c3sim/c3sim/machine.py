@@ -43,6 +43,7 @@ MRET = 0x3020_0073
 MSTATUS_MIE, MSTATUS_MPIE = 1 << 3, 1 << 7
 MPP_SHIFT = 11
 CAUSE_ILLEGAL = 2
+CAUSE_ECALL_FROM_U = 8
 # The C3's performance counter CSRs (event select, mode, count).
 PCER, PCMR, PCCR = 0x7E0, 0x7E1, 0x7E2
 SLICE = 20_000
@@ -296,6 +297,10 @@ class Machine:
         # `ecall`); mepc must be the instruction itself.
         pc = (self._pc() - UNICORN_EXCEPTION_PC_OFFSET) & 0xFFFF_FFFF
         priv = uc.reg_read(R.UC_RISCV_REG_PRIV)
+        if intno == CAUSE_ECALL_FROM_U:
+            # The hook gets QEMU's raw cause; the mode the ecall came from is added
+            # when the trap is entered (8 from U, 11 from M).
+            intno += priv
         if intno == CAUSE_ILLEGAL and priv == 3 and self._custom_csr(pc):
             return
         if intno in (1, 5, 7):
