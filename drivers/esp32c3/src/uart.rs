@@ -12,8 +12,9 @@ pub const INT_ENA: u32 = BASE + 0x0C;
 pub const INT_CLR: u32 = BASE + 0x10;
 /// UART_STATUS: RXFIFO_CNT (bits 9:0), TXFIFO_CNT (bits 25:16).
 pub const STATUS: u32 = BASE + 0x1C;
-/// UART_CONF1: RXFIFO_FULL_THRHD (bits 8:0).
-pub const CONF1: u32 = BASE + 0x20;
+/// UART_CONF1: RXFIFO_FULL_THRHD (bits 8:0). (UART_CONF0, the frame format, is at
+/// +0x20: writing the threshold there would turn 8N1 into 5 data bits.)
+pub const CONF1: u32 = BASE + 0x24;
 /// UART_INT_*: RXFIFO_FULL (bit 0).
 pub const RXFIFO_FULL: u32 = 1 << 0;
 pub const TX_FIFO_BYTES: u32 = 128;
@@ -73,9 +74,10 @@ mod tests {
     #[test]
     fn the_rx_interrupt_fires_at_one_byte() {
         let mut r = FakeRegs::default();
-        r.values.insert(0x6000_0020, 0x0001_4060);
+        r.values.insert(0x6000_0024, 0x0001_4060);
         enable_rx_interrupt(&mut r);
-        assert_eq!(r.get(0x6000_0020), 0x0001_4001, "TX threshold kept");
+        assert_eq!(r.get(0x6000_0024), 0x0001_4001, "TX threshold kept");
+        assert!(r.writes_to(0x6000_0020).is_empty(), "CONF0 (8N1) untouched");
         assert_eq!(r.get(0x6000_000C), 1);
         assert_eq!(r.writes_to(0x6000_0010), [1]);
     }

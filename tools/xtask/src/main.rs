@@ -7,6 +7,7 @@
 //! hold logic that a test or the kernel needs.
 
 mod app;
+mod c3sim;
 mod esp32c3;
 mod esp_image;
 mod gdb;
@@ -34,6 +35,9 @@ commands:
   flash --board esp32c3 APP [--port PORT]
                         build the C3 image, write it with espflash (installed if
                         missing) and open the monitor; stops at once without a board
+  run --board esp32c3 --sim [--app NAME] [--fram PATH]
+                        boot the C3 image in tools/c3sim (unicorn, from PyPI into
+                        target/c3sim-venv); console on this terminal, Ctrl-B brown-out
   run [options]         build, then boot Amber in QEMU with the console on this terminal
                         (quit QEMU with Ctrl-A X)
       --app NAME        the app to boot (user/apps/NAME.toml; default: demo)
@@ -72,6 +76,12 @@ fn main() -> ExitCode {
             None => build_kernel(None),
         }
         .map(|k| println!("{}", k.display())),
+        Some("run") if args.get(1).is_some_and(|a| a == "--board") => match &args[2..] {
+            [board, sim, rest @ ..] if board == esp32c3::BOARD && sim == "--sim" => {
+                c3sim::run_cmd(rest)
+            }
+            _ => Err("usage: cargo xtask run --board esp32c3 --sim [--app NAME]".to_owned()),
+        },
         Some("run") => run(&args[1..]),
         Some("flash") => esp32c3::flash_cmd(&args[1..]),
         Some("test") => test(&args[1..]),
@@ -536,6 +546,7 @@ fn test(args: &[String]) -> Result<(), String> {
         build_app(&name, DEFAULT_NVM_SIZE)?;
     }
     esp32c3::test_all()?;
+    c3sim::test_all()?;
     let summary = root().join("target/amber/test-summary.txt");
     let _ = std::fs::remove_file(&summary);
     let xtask = std::env::current_exe().map_err(|e| format!("cannot find xtask itself: {e}"))?;

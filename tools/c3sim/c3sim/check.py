@@ -1,0 +1,149 @@
+"""`python -m c3sim.check --images DIR --work DIR`: the test command's simulator checks
+on the images `cargo xtask build --board esp32c3 APP` wrote. The demo boots on a blank
+FRAM to its tasks' console lines; ckcounter is cut at a random instruction count
+CYCLES times, each run on the FRAM the last one left, and the counter it prints never
+goes below the last value a run printed as committed; a brown-out leads to one last
+checkpoint, and the next boot recovers exactly it. Prints the cycle summary and
+the instruction rate. Exits 1 on the first failure, saying what was seen.
+"""
+
+import argparse
+import os
+import random
+import re
+import sys
+import time
+
+from .machine import Machine
+
+DEMO_BUDGET = 120_000_000
+DEMO_LINES = [
+    "formatted a new NVM of 524288 bytes",
+    "fresh start: app demo booted and checkpoint 1 committed",
+    "[hello] Hello from U-mode!",
+    "[heartbeat] heartbeat 1",
+]
+COMMITTED = re.compile(rb"counter: (\d+) committed")
+
+
+def boot(bin_bytes, fram, budget, until=None):
+    m = Machine(bin_bytes, fram)
+    start = time.monotonic()
+    stop = m.run(budget, until)
+    seconds = time.monotonic() - start
+    m.close()
+    return m, stop, seconds
+
+
+def check_demo(images, work):
+    fram = os.path.join(work, "demo-fram.img")
+    if os.path.exists(fram):
+        os.remove(fram)
+    with open(os.path.join(images, "demo.bin"), "rb") as f:
+        m, stop, seconds = boot(
+            f.read(), fram, DEMO_BUDGET, lambda m: all(line.encode() in m.console for line in DEMO_LINES)
+        )
+    text = m.console.decode(errors="replace")
+    if stop is not None:
+        raise SystemExit(f"demo: the run stopped: {stop}\n{text}")
+    missing = [line for line in DEMO_LINES if line not in text]
+    if missing:
+        raise SystemExit(f"demo: no console line with {missing} in {DEMO_BUDGET} instructions:\n{text}")
+    if "fault" in text or "ERROR" in text:
+        raise SystemExit(f"demo: a task faulted or the kernel reported an error:\n{text}")
+    print(f"c3sim check: demo booted to its tasks' lines in {m.instructions} instructions "
+          f"({m.instructions / seconds / 1e6:.2f} M instructions per second)")
+
+
+def check_ckcounter(images, work, cycles, seed):
+    rng = random.Random(seed)
+    fram = os.path.join(work, "ckcounter-fram.img")
+    if os.path.exists(fram):
+        os.remove(fram)
+    with open(os.path.join(images, "ckcounter.bin"), "rb") as f:
+        bin_bytes = f.read()
+    last = -1
+    total, seconds = 0, 0.0
+    resumed = 0
+    for cycle in range(cycles):
+        cut = rng.randrange(2_000_000, 12_000_000)
+        m, stop, s = boot(bin_bytes, fram, cut)
+        total, seconds = total + m.instructions, seconds + s
+        text = m.console.decode(errors="replace")
+        if stop is not None:
+            raise SystemExit(f"ckcounter cycle {cycle} (cut at {cut}): the run stopped: {stop}\n{text}")
+        if cycle > 0 and "recovered checkpoint" in text:
+            resumed += 1
+        values = [int(v) for v in COMMITTED.findall(m.console)]
+        for v in values:
+            if v < last:
+                raise SystemExit(
+                    f"ckcounter cycle {cycle} (seed {seed}, cut at {cut}): printed {v} after "
+                    f"{last} was committed:\n{text}"
+                )
+            last = max(last, v)
+    if resumed < cycles // 2:
+        raise SystemExit(f"ckcounter: only {resumed} of {cycles - 1} reboots recovered a checkpoint")
+    print(f"c3sim check: ckcounter {cycles} crash-and-reboot cycles (seed {seed}), "
+          f"{resumed} resumed from a checkpoint, the committed counter never went back "
+          f"(last {last}); {total} instructions at {total / seconds / 1e6:.2f} M per second")
+
+
+POWER_FAIL = re.compile(rb"power failure: checkpoint (\d+) committed")
+RECOVERED = re.compile(rb"recovered checkpoint (\d+) ")
+
+
+def check_brown_out(images, work, seed):
+    """A brown-out at a random instruction: the kernel commits a last checkpoint and
+    halts; the next boot recovers exactly that checkpoint and counts on from the
+    last value printed."""
+    rng = random.Random(seed ^ 0xB0)
+    fram = os.path.join(work, "brownout-fram.img")
+    if os.path.exists(fram):
+        os.remove(fram)
+    with open(os.path.join(images, "ckcounter.bin"), "rb") as f:
+        bin_bytes = f.read()
+    at = rng.randrange(3_000_000, 8_000_000)
+    m = Machine(bin_bytes, fram)
+
+    def poll(m):
+        if m.instructions >= at and not m.rtc.below_threshold:
+            m.rtc.brown_out()
+
+    stop = m.run(30_000_000, poll)
+    m.close()
+    text = m.console.decode(errors="replace")
+    committed = POWER_FAIL.findall(m.console)
+    if stop is None or not stop.why.startswith("halted") or len(committed) != 1:
+        raise SystemExit(f"brown-out at {at}: expected one last checkpoint and a halt, got {stop}:\n{text}")
+    last_printed = max(int(v) for v in COMMITTED.findall(m.console))
+    m2, stop2, _ = boot(bin_bytes, fram, 3_000_000)
+    text2 = m2.console.decode(errors="replace")
+    recovered = RECOVERED.findall(m2.console)
+    after = [int(v) for v in COMMITTED.findall(m2.console)]
+    if stop2 is not None or recovered != committed or not after or after[0] < last_printed:
+        raise SystemExit(
+            f"brown-out at {at}: checkpoint {committed[0].decode()} committed, last printed "
+            f"{last_printed}; the reboot recovered {recovered} and printed {after[:3]}:\n{text2}"
+        )
+    print(f"c3sim check: brown-out at instruction {at}: checkpoint {committed[0].decode()} "
+          f"committed and halted; the reboot recovered exactly it and counted on from {after[0]}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="c3sim.check", description=__doc__)
+    ap.add_argument("--images", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--cycles", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=None)
+    args = ap.parse_args(argv)
+    os.makedirs(args.work, exist_ok=True)
+    seed = args.seed if args.seed is not None else random.randrange(1 << 32)
+    check_demo(args.images, args.work)
+    check_brown_out(args.images, args.work, seed)
+    check_ckcounter(args.images, args.work, args.cycles, seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

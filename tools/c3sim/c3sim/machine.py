@@ -1,0 +1,445 @@
+"""The simulated ESP32-C3: unicorn's RV32 CPU (M- and U-mode, PMP), SRAM1 mapped once
+and shown at both its data-bus (0x3FC8_0000) and instruction-bus (0x4038_0000)
+addresses, the peripheral models of periph.py at their TRM addresses, and the trap
+entry unicorn leaves to its host: for every exception (UC_HOOK_INTR) and for every
+interrupt the matrix raises, this file sets PRIV to 3 first, then mepc, mcause, mtval,
+mstatus (MPP, MPIE, MIE), then the pc (mtvec's base; + 4·line for an interrupt in
+vectored mode). The CSRs the C3 adds (PCER/PCMR/PCCR, 0x7E0..0x7E2) are emulated here.
+
+Time is instructions: the CPU runs in slices of an exact instruction count (unicorn's
+`count`), one instruction is one cycle at 80 MHz, and a `wfi` with nothing pending
+skips the clock to the next alarm. Never models anything it cannot name: an access to
+an undecoded address stops the run with the address and the pc (Stop).
+"""
+
+import ctypes
+import mmap
+import os
+
+from unicorn import (
+    UC_ARCH_RISCV,
+    UC_CTL_IO_WRITE,
+    UC_CTL_TLB_FLUSH,
+    UC_HOOK_BLOCK,
+    UC_HOOK_CODE,
+    UC_HOOK_INTR,
+    UC_HOOK_MEM_FETCH_UNMAPPED,
+    UC_HOOK_MEM_READ_UNMAPPED,
+    UC_HOOK_MEM_WRITE_UNMAPPED,
+    UC_MODE_RISCV32,
+    UC_PROT_ALL,
+    Uc,
+    UcError,
+)
+from unicorn import riscv_const as R
+
+from . import image, periph
+
+SRAM_DATA_BASE = 0x3FC8_0000
+SRAM_BYTES = 384 * 1024
+IRAM_ALIAS = 0x0070_0000
+WFI = 0x1050_0073
+MRET = 0x3020_0073
+MSTATUS_MIE, MSTATUS_MPIE = 1 << 3, 1 << 7
+MPP_SHIFT = 11
+CAUSE_ILLEGAL = 2
+CAUSE_ECALL_FROM_U = 8
+# The C3's performance counter CSRs (event select, mode, count).
+PCER, PCMR, PCCR = 0x7E0, 0x7E1, 0x7E2
+SLICE = 20_000
+UNICORN_EXCEPTION_PC_OFFSET = 4
+
+
+# CSRs the ESP32-C3 does not have (it has no mie/mip: the interrupt matrix masks),
+# and the instruction classes outside RV32IMC.
+ABSENT_CSRS = {0x304: "mie", 0x344: "mip", 0xB02: "minstret", 0xB82: "minstreth",
+               0xC02: "instret", 0xC82: "instreth"}
+FP_OPCODES = {0x07, 0x27, 0x43, 0x47, 0x4B, 0x4F, 0x53}
+TASK_CODE = (0x403C_0000, 0x403C_8000)
+
+
+def outside_rv32imc(word):
+    """What the C3 lacks that the instruction `word` (its low 32 bits; a compressed
+    instruction in the low half) uses, or None."""
+    if word & 3 != 3:
+        half = word & 0xFFFF
+        quadrant, funct3 = half & 3, half >> 13
+        if quadrant in (0, 2) and funct3 & 1 and half:
+            return "a compressed floating-point load or store (no F/D extension)"
+        return None
+    op = word & 0x7F
+    if op == 0x2F:
+        return "an atomic (A extension)"
+    if op in FP_OPCODES:
+        return "a floating-point instruction (no F/D extension)"
+    if op == 0x73 and (word >> 12) & 7 not in (0, 4):
+        csr = word >> 20
+        if csr in ABSENT_CSRS:
+            return f"CSR {ABSENT_CSRS[csr]} ({csr:#x}), which the ESP32-C3 does not have"
+    return None
+
+
+def first_outside_rv32imc(addr, body):
+    """(address, what, instruction) of the first instruction of `body` (code at
+    `addr`, decoded from its start) outside RV32IMC, or None."""
+    body = bytes(body) + b"\0\0"
+    off = 0
+    while off < len(body) - 2:
+        word = int.from_bytes(body[off : off + 4], "little")
+        why = outside_rv32imc(word)
+        if why:
+            return addr + off, why, word if word & 3 == 3 else word & 0xFFFF
+        off += 4 if word & 3 == 3 else 2
+    return None
+
+
+class Stop(Exception):
+    """The run ended: why, and at which pc."""
+
+    def __init__(self, why, pc=None):
+        where = f" (pc {pc:#010x})" if pc is not None else ""
+        super().__init__(why + where)
+        self.why, self.pc = why, pc
+
+
+class Machine:
+    def __init__(self, bin_bytes, fram_path, console=None):
+        entry, segments = image.parse(bin_bytes)
+        self.entry = entry
+        self.console_out = console or (lambda b: None)
+        self.console = bytearray()
+        self.instructions = 0
+        self.idle_cycles = 0
+        self.traps = []  # (mcause, mepc, mtval) of every exception delivered
+        self.interrupts = 0
+        self.stop = None
+        self.count_exact = True
+
+        self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV32)
+        self._sram = ctypes.create_string_buffer(SRAM_BYTES)
+        ptr = ctypes.addressof(self._sram)
+        self.uc.mem_map_ptr(SRAM_DATA_BASE, SRAM_BYTES, UC_PROT_ALL, ptr)
+        self.uc.mem_map_ptr(SRAM_DATA_BASE + IRAM_ALIAS, SRAM_BYTES, UC_PROT_ALL, ptr)
+        for addr, body in segments:
+            self.uc.mem_write(self._physical(addr, len(body)), body)
+
+        self.fram_file = open(fram_path, "r+b") if os.path.exists(fram_path) else None
+        if self.fram_file is None:
+            with open(fram_path, "wb") as f:
+                f.write(b"\xff" * periph.Mb85rs4mt.SIZE)
+            self.fram_file = open(fram_path, "r+b")
+        size = os.fstat(self.fram_file.fileno()).st_size
+        if size != periph.Mb85rs4mt.SIZE:
+            raise Stop(f"FRAM file {fram_path} is {size} bytes, an MB85RS4MT holds {periph.Mb85rs4mt.SIZE}")
+        self.fram_map = mmap.mmap(self.fram_file.fileno(), size)
+
+        clock = self.cycles
+        self.uart = periph.Uart0(self._out)
+        self.rtc = periph.RtcCntl()
+        self.timg = [periph.TimerGroup(0), periph.TimerGroup(1)]
+        self.systimer = periph.Systimer(clock)
+        self.intmatrix = periph.IntMatrix()
+        self.gpio = periph.Gpio()
+        self.system = periph.system()
+        self.fram = periph.Mb85rs4mt(self.fram_map)
+        self.spi = periph.Spi2(self.gpio, self.system, self.fram)
+        self.devices = [self.uart, self.rtc, *self.timg, self.systimer, self.intmatrix,
+                        self.gpio, periph.io_mux(), self.system, self.spi]
+        for dev in self.devices:
+            self.uc.mmio_map(dev.base, dev.size, self._mmio_read, dev, self._mmio_write, dev)
+
+        self.uc.hook_add(UC_HOOK_INTR, self._on_exception)
+        self.uc.hook_add(
+            UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED,
+            self._on_unmapped,
+        )
+        for addr in self._addresses_of(WFI, segments):
+            self.uc.hook_add(UC_HOOK_CODE, self._on_wfi, None, addr, addr)
+        for addr in self._addresses_of(MRET, segments):
+            self.uc.hook_add(UC_HOOK_CODE, self._on_mret, None, addr, addr)
+        # The kernel's code is checked where it lies, in one linear sweep (Rust puts no
+        # data in .text); the tasks' code, which the kernel copies in at boot, block by
+        # block as it first runs.
+        for addr, body in segments:
+            if addr >= SRAM_DATA_BASE + IRAM_ALIAS:
+                bad = first_outside_rv32imc(addr, body)
+                if bad:
+                    raise Stop(f"kernel code: {bad[1]} (instruction {bad[2]:#x})", bad[0])
+        self._checked_blocks = set()
+        self.uc.hook_add(UC_HOOK_BLOCK, self._on_task_block, None, *TASK_CODE)
+        self.uc.reg_write(R.UC_RISCV_REG_PC, entry)
+        self.pccr_base = 0
+        self.pcmr = 0
+
+    # --- memory -----------------------------------------------------------------
+
+    def _physical(self, addr, length):
+        for base in (SRAM_DATA_BASE, SRAM_DATA_BASE + IRAM_ALIAS):
+            if base <= addr and addr + length <= base + SRAM_BYTES:
+                return addr
+        raise image.ImageError(f"segment at {addr:#010x} ({length} bytes) is not in SRAM1")
+
+    def _addresses_of(self, insn, segments):
+        """Every halfword-aligned `insn` in the code segments (instruction bus)."""
+        found = []
+        for addr, body in segments:
+            if addr < SRAM_DATA_BASE + IRAM_ALIAS:
+                continue
+            for off in range(0, len(body) - 3, 2):
+                if int.from_bytes(body[off : off + 4], "little") == insn:
+                    found.append(addr + off)
+        return found
+
+    def cycles(self):
+        return self.instructions + self.idle_cycles
+
+    def _out(self, byte):
+        self.console.append(byte)
+        self.console_out(byte)
+
+    def _pc(self):
+        return self.uc.reg_read(R.UC_RISCV_REG_PC)
+
+    def _mmio_read(self, uc, offset, size, dev):
+        try:
+            if size != 4 or offset % 4:
+                raise periph.Undecoded(dev.base + offset, f"{size}-byte read of {dev.name}")
+            return dev.read(offset)
+        except Exception as e:  # noqa: BLE001 - every model error stops the run
+            self._fail(str(e))
+            return 0
+
+    def _mmio_write(self, uc, offset, size, value, dev):
+        try:
+            if size != 4 or offset % 4:
+                raise periph.Undecoded(dev.base + offset, f"{size}-byte write of {dev.name}")
+            dev.write(offset, value)
+            if dev is self.gpio:
+                self.spi.chip_select_changed()
+        except Exception as e:  # noqa: BLE001
+            self._fail(str(e))
+
+    def _fail(self, why):
+        if self.stop is None:
+            self.stop = Stop(why, self._pc())
+        self.uc.emu_stop()
+
+    def _on_unmapped(self, uc, access, addr, size, value, _data):
+        kind = {19: "read", 20: "write", 21: "fetch"}.get(access, f"access {access}")
+        self._fail(f"{size}-byte {kind} at {addr:#010x}, which the ESP32-C3 does not decode")
+        return False
+
+    # --- traps --------------------------------------------------------------------
+
+    def _enter_trap(self, cause, epc, tval, interrupt_line=None, after_mret=False):
+        """`after_mret`: the trap is taken at the first instruction after an mret
+        (which has not run): the privilege and MIE it would have restored become MPP
+        and MPIE."""
+        uc = self.uc
+        # Unicorn's QEMU does not flush its TLB when pmpcfg/pmpaddr change, so U-mode
+        # would keep the permissions it had before the kernel changed the PMP (a
+        # write-protected page would stay writable, unseen by dirty tracking). The
+        # kernel changes the PMP only between a trap and its mret: flushing at every
+        # trap entry makes U-mode see the PMP the kernel leaves.
+        uc.ctl(UC_CTL_TLB_FLUSH, UC_CTL_IO_WRITE)
+        prev = uc.reg_read(R.UC_RISCV_REG_PRIV)
+        ms = uc.reg_read(R.UC_RISCV_REG_MSTATUS)
+        mie = 1 if ms & MSTATUS_MIE else 0
+        if after_mret:
+            prev, mie = (ms >> MPP_SHIFT) & 3, 1 if ms & MSTATUS_MPIE else 0
+        uc.reg_write(R.UC_RISCV_REG_PRIV, 3)
+        uc.reg_write(R.UC_RISCV_REG_MEPC, epc)
+        uc.reg_write(R.UC_RISCV_REG_MCAUSE, cause)
+        uc.reg_write(R.UC_RISCV_REG_MTVAL, tval)
+        ms = (ms & ~(MSTATUS_MIE | MSTATUS_MPIE | (3 << MPP_SHIFT))) | (mie << 7) | ((prev & 3) << MPP_SHIFT)
+        uc.reg_write(R.UC_RISCV_REG_MSTATUS, ms)
+        mtvec = uc.reg_read(R.UC_RISCV_REG_MTVEC)
+        base = mtvec & ~3
+        target = base + 4 * interrupt_line if interrupt_line is not None and mtvec & 3 == 1 else base
+        uc.reg_write(R.UC_RISCV_REG_PC, target)
+
+    def _fault_address(self, pc, cause):
+        """mtval for an access fault: the address the faulting load or store used
+        (decoded from its instruction), or the pc for a fetch."""
+        if cause == 1:
+            return pc
+        try:
+            insn = int.from_bytes(self.uc.mem_read(pc, 4), "little")
+        except UcError:
+            return 0
+        reg = lambda n: self.uc.reg_read(R.UC_RISCV_REG_X0 + n) if n else 0  # noqa: E731
+        if insn & 3 == 3:
+            op = insn & 0x7F
+            if op == 0x03:
+                imm = insn >> 20
+            elif op == 0x23:
+                imm = ((insn >> 25) << 5) | ((insn >> 7) & 0x1F)
+            else:
+                return 0
+            imm = imm - 4096 if imm & 0x800 else imm
+            return (reg((insn >> 15) & 0x1F) + imm) & 0xFFFF_FFFF
+        half = insn & 0xFFFF
+        quadrant, funct3 = half & 3, half >> 13
+        if quadrant == 0 and funct3 in (2, 6):  # c.lw, c.sw
+            off = ((half >> 6) & 1) << 2 | ((half >> 10) & 7) << 3 | ((half >> 5) & 1) << 6
+            return (reg(8 + ((half >> 7) & 7)) + off) & 0xFFFF_FFFF
+        if quadrant == 2 and funct3 == 2:  # c.lwsp
+            off = ((half >> 4) & 7) << 2 | ((half >> 12) & 1) << 5 | ((half >> 2) & 3) << 6
+            return (reg(2) + off) & 0xFFFF_FFFF
+        if quadrant == 2 and funct3 == 6:  # c.swsp
+            off = ((half >> 9) & 0xF) << 2 | ((half >> 7) & 3) << 6
+            return (reg(2) + off) & 0xFFFF_FFFF
+        return 0
+
+    def _on_exception(self, uc, intno, _data):
+        # Unicorn 2.1 reports the pc 4 bytes past the instruction that trapped, for
+        # 2- and 4-byte instructions alike (measured: `sw` and `c.sw` store faults,
+        # `ecall`); mepc must be the instruction itself.
+        pc = (self._pc() - UNICORN_EXCEPTION_PC_OFFSET) & 0xFFFF_FFFF
+        priv = uc.reg_read(R.UC_RISCV_REG_PRIV)
+        if intno == CAUSE_ECALL_FROM_U:
+            # The hook gets QEMU's raw cause; the mode the ecall came from is added
+            # when the trap is entered (8 from U, 11 from M).
+            intno += priv
+        if intno == CAUSE_ILLEGAL and priv == 3 and self._custom_csr(pc):
+            return
+        if intno in (1, 5, 7):
+            tval = self._fault_address(pc, intno)
+        elif intno == CAUSE_ILLEGAL:
+            tval = int.from_bytes(uc.mem_read(pc, 4), "little")
+            tval = tval if tval & 3 == 3 else tval & 0xFFFF
+        else:
+            tval = 0
+        self.traps.append((intno, pc, tval))
+        self._enter_trap(intno, pc, tval)
+
+    def _custom_csr(self, pc):
+        """Emulates csrr/csrw/csrs/csrc (and immediate forms) of PCER, PCMR, PCCR."""
+        insn = int.from_bytes(self.uc.mem_read(pc, 4), "little")
+        if insn & 0x7F != 0x73:
+            return False
+        csr, funct3 = insn >> 20, (insn >> 12) & 7
+        if csr not in (PCER, PCMR, PCCR) or funct3 in (0, 4):
+            return False
+        rd, rs1 = (insn >> 7) & 0x1F, (insn >> 15) & 0x1F
+        src = rs1 if funct3 >= 5 else (self.uc.reg_read(R.UC_RISCV_REG_X0 + rs1) if rs1 else 0)
+        old = {PCER: 1, PCMR: self.pcmr, PCCR: (self.cycles() - self.pccr_base) & 0xFFFF_FFFF}[csr]
+        op = funct3 & 3
+        new = src if op == 1 else (old | src if op == 2 else old & ~src)
+        if csr == PCMR and (op == 1 or rs1):
+            self.pcmr = new & 3
+        if csr == PCCR and (op == 1 or rs1):
+            self.pccr_base = self.cycles() - new
+        if rd:
+            self.uc.reg_write(R.UC_RISCV_REG_X0 + rd, old)
+        self.uc.reg_write(R.UC_RISCV_REG_PC, pc + 4)
+        return True
+
+    def _take_interrupt(self, pc):
+        """Enters the trap for the line the matrix raises, if the CPU takes it now."""
+        priv = self.uc.reg_read(R.UC_RISCV_REG_PRIV)
+        ms = self.uc.reg_read(R.UC_RISCV_REG_MSTATUS)
+        if priv == 3 and not ms & MSTATUS_MIE:
+            return False
+        line = self._pending_line()
+        if line is None:
+            return False
+        self.interrupts += 1
+        self._enter_trap(0x8000_0000 | line, pc, 0, interrupt_line=line)
+        return True
+
+    def _pending_line(self):
+        levels = {}
+        for dev in self.devices:
+            levels.update(dev.levels())
+        return self.intmatrix.line_to_take(levels)
+
+    def _on_task_block(self, uc, addr, size, _data):
+        key = (addr, size)
+        if key in self._checked_blocks:
+            return
+        bad = first_outside_rv32imc(addr, uc.mem_read(addr, size))
+        if bad and bad[0] < addr + size:
+            self._fail(f"task code: {bad[1]} (instruction {bad[2]:#x} at {bad[0]:#010x})")
+            uc.reg_write(R.UC_RISCV_REG_PC, addr)
+            return
+        self._checked_blocks.add(key)
+
+    def _on_mret(self, uc, addr, size, _data):
+        """mret: an interrupt pending for the mode it returns to is taken at once, at
+        the instruction it returns to (as the chip would, one instruction later)."""
+        ms = uc.reg_read(R.UC_RISCV_REG_MSTATUS)
+        if (ms >> MPP_SHIFT) & 3 == 3 and not ms & MSTATUS_MPIE:
+            return
+        line = self._pending_line()
+        if line is None:
+            return
+        self.interrupts += 1
+        epc = uc.reg_read(R.UC_RISCV_REG_MEPC)
+        self._enter_trap(0x8000_0000 | line, epc, 0, interrupt_line=line, after_mret=True)
+
+    def _on_wfi(self, uc, addr, size, _data):
+        """wfi: the clock skips to the next alarm when nothing is pending; the CPU
+        resumes after the wfi, taking the interrupt if mstatus.MIE allows."""
+        ms = uc.reg_read(R.UC_RISCV_REG_MSTATUS)
+        if uc.reg_read(R.UC_RISCV_REG_PRIV) == 3 and not ms & MSTATUS_MIE:
+            self._fail("halted: wfi with mstatus.MIE off (nothing can take an interrupt)")
+            uc.reg_write(R.UC_RISCV_REG_PC, addr)
+            return
+        if self._pending_line() is None:
+            nxt = self.systimer.next_event_cycles()
+            if nxt is None:
+                if not self.uart_input_possible:
+                    self._fail("halted: wfi with no alarm set and no console input to come")
+                    uc.reg_write(R.UC_RISCV_REG_PC, addr)
+                    return
+            elif nxt > self.cycles():
+                self.idle_cycles += nxt - self.cycles()
+        if not self._take_interrupt(addr + 4):
+            uc.reg_write(R.UC_RISCV_REG_PC, addr + 4)
+
+    uart_input_possible = False
+
+    # --- running ------------------------------------------------------------------
+
+    def run(self, max_instructions, poll=None):
+        """Runs until `max_instructions` have run in total, the run stops, or `poll`
+        (called between slices: console input, brown-out) returns True; returns the
+        Stop, or None."""
+        while self.stop is None and self.instructions < max_instructions:
+            for dev in (self.rtc, *self.timg):
+                try:
+                    dev.check(self.cycles()) if dev is self.rtc else dev.wdt.check(self.cycles())
+                except periph.WatchdogExpired as e:
+                    self.stop = Stop(str(e), self._pc())
+                    break
+            if self.stop:
+                break
+            try:
+                if poll and poll(self):
+                    break
+            except periph.RtcCntl.BrownOutReset as e:
+                self.stop = Stop(str(e), self._pc())
+                break
+            pc = self._pc()
+            self._take_interrupt(pc)
+            n = min(SLICE, max_instructions - self.instructions)
+            nxt = self.systimer.next_event_cycles()
+            if nxt is not None and nxt > self.cycles():
+                n = max(1, min(n, nxt - self.cycles()))
+            try:
+                self.uc.emu_start(self._pc(), 0, 0, n)
+            except UcError as e:
+                if self.stop is None:
+                    self.stop = Stop(f"unicorn: {e}", self._pc())
+            # The slice ran exactly n instructions unless the run was stopped inside
+            # it: then at most n, and the total is only an upper bound.
+            self.instructions += n
+            if self.stop is not None:
+                self.count_exact = False
+        return self.stop
+
+    def close(self):
+        self.fram_map.flush()
+        self.fram_map.close()
+        self.fram_file.close()

@@ -1,0 +1,682 @@
+"""Register models of the ESP32-C3 peripherals Amber's board uses, from the TRM (the
+addresses are the ones drivers/esp32c3 names): UART0, RTC_CNTL (RTC watchdog, super
+watchdog, brown-out and its interrupt), the timer groups' watchdogs, SYSTIMER UNIT0
+and COMP0, the interrupt matrix, SYSTEM's peripheral clock and reset bits, GPIO and
+the IO MUX, and GP-SPI2 with an MB85RS4MT on its bus (chip select on a GPIO).
+
+Each model answers only the registers it knows: any other offset raises Undecoded,
+which stops the run naming the address. Time comes from a `clock` callable giving the
+simulated CPU cycles since reset. Models never touch the emulator: machine.py wires
+them to it.
+"""
+
+# The simulated CPU clock: the ROM leaves the C3 at 80 MHz from the PLL (one
+# instruction per cycle is the simulator's timing model); SYSTIMER counts at 16 MHz.
+CPU_HZ = 80_000_000
+SYSTIMER_HZ = 16_000_000
+CYCLES_PER_SYSTIMER_COUNT = CPU_HZ // SYSTIMER_HZ
+
+
+class Undecoded(Exception):
+    """An access to an address the simulated chip does not decode."""
+
+    def __init__(self, addr, what):
+        super().__init__(f"{what} at {addr:#010x}, which the simulator does not decode")
+        self.addr = addr
+
+
+class Device:
+    """A block of 32-bit registers at `base`."""
+
+    name = "device"
+    base = 0
+    size = 0x1000
+
+    def read(self, off):
+        raise Undecoded(self.base + off, f"read of {self.name} register +{off:#x}")
+
+    def write(self, off, value):
+        raise Undecoded(self.base + off, f"write of {self.name} register +{off:#x}")
+
+    def levels(self):
+        """Interrupt matrix source -> whether this device drives it now."""
+        return {}
+
+
+class Plain(Device):
+    """Registers that only hold what is written (configuration the model does not act
+    on), each named with its reset value."""
+
+    def __init__(self, name, base, regs, size=0x1000):
+        self.name, self.base, self.size = name, base, size
+        self.regs = dict(regs)
+
+    def read(self, off):
+        if off not in self.regs:
+            return super().read(off)
+        return self.regs[off]
+
+    def write(self, off, value):
+        if off not in self.regs:
+            return super().write(off, value)
+        self.regs[off] = value
+
+
+class FrameChanged(Exception):
+    """UART0's frame format was changed from what the terminal expects."""
+
+
+class Uart0(Device):
+    """UART0 (TRM 26.x): the TX FIFO drains at once to `out` (a callable taking a
+    byte); the RX FIFO holds what `feed` gave it; RXFIFO_FULL (INT_RAW bit 0) is raised
+    while the RX count is at or above CONF1's threshold. Source 21."""
+
+    name, base, size = "UART0", 0x6000_0000, 0x1000
+    SOURCE = 21
+    FIFO, INT_RAW, INT_ST, INT_ENA, INT_CLR = 0x00, 0x04, 0x08, 0x0C, 0x10
+    STATUS, CONF0, CONF1 = 0x1C, 0x20, 0x24
+    # CONF0 bits 5:0: parity off, 8 data bits, 1 stop bit (the ROM's 8N1).
+    FRAME_MASK, FRAME_8N1 = 0x3F, 0x1C
+    RXFIFO_FULL = 1 << 0
+    RX_FIFO_BYTES = 128
+
+    def __init__(self, out):
+        self.out = out
+        self.rx = bytearray()
+        self.int_ena = 0
+        self.conf0 = 0x1000_001C
+        self.conf1 = 0x0000_C060  # reset: RX-full and TX-empty thresholds 0x60
+
+    def feed(self, data):
+        space = self.RX_FIFO_BYTES - len(self.rx)
+        self.rx += bytes(data[:space])
+
+    def _raw(self):
+        threshold = self.conf1 & 0x1FF
+        full = len(self.rx) >= max(threshold, 1)
+        return self.RXFIFO_FULL if full else 0
+
+    def read(self, off):
+        if off == self.FIFO:
+            return self.rx.pop(0) if self.rx else 0
+        if off == self.STATUS:
+            return len(self.rx)  # TX count 0: the FIFO drains at once
+        if off == self.INT_RAW:
+            return self._raw()
+        if off == self.INT_ST:
+            return self._raw() & self.int_ena
+        if off == self.INT_ENA:
+            return self.int_ena
+        if off == self.CONF0:
+            return self.conf0
+        if off == self.CONF1:
+            return self.conf1
+        return super().read(off)
+
+    def write(self, off, value):
+        if off == self.FIFO:
+            if self.conf0 & self.FRAME_MASK != self.FRAME_8N1:
+                raise FrameChanged(
+                    f"UART0 sends with CONF0 = {self.conf0:#010x}: no longer the ROM's 8N1 "
+                    "(a terminal at 115200 8N1 would show garbage)"
+                )
+            self.out(value & 0xFF)
+        elif off == self.INT_ENA:
+            self.int_ena = value
+        elif off == self.INT_CLR:
+            pass  # RXFIFO_FULL is a level: it stays raised while the FIFO is full
+        elif off == self.CONF0:
+            self.conf0 = value
+        elif off == self.CONF1:
+            self.conf1 = value
+        else:
+            super().write(off, value)
+
+    def levels(self):
+        return {self.SOURCE: bool(self._raw() & self.int_ena)}
+
+
+class WatchdogExpired(Exception):
+    """A watchdog left running reached its timeout: the chip would reset."""
+
+
+class Watchdog:
+    """One watchdog's enable bit behind its write-protect key (TRM 13.2.2): its
+    config register changes only while the protect register holds the key. Left
+    enabled, it expires `timeout_cycles` after reset (the ROM's flash-boot timeouts are
+    on the order of a second; the model uses one second for each)."""
+
+    def __init__(self, name, key, config, enable_bit, timeout_cycles=CPU_HZ):
+        self.name, self.key = name, key
+        self.config, self.enable_bit = config, enable_bit
+        self.protect = 0
+        self.timeout_cycles = timeout_cycles
+
+    def write_config(self, value):
+        if self.protect == self.key:
+            self.config = value
+
+    def check(self, cycles):
+        if self.config & self.enable_bit and cycles >= self.timeout_cycles:
+            raise WatchdogExpired(
+                f"{self.name} expired at cycle {cycles}: the chip would reset "
+                "(it was never disabled with its key)"
+            )
+
+
+WDT_WKEY = 0x50D8_3AA1
+SWD_WKEY = 0x8F1D_312A
+
+
+class RtcCntl(Device):
+    """RTC_CNTL: the RTC watchdog (WDTCONFIG0 0x90, WDTWPROTECT 0xA8), the super
+    watchdog (SWD_CONF 0xAC, SWD_WPROTECT 0xB0; it expires unless auto-feed is on),
+    the brown-out detector (BROWN_OUT 0xD8) and the RTC interrupt registers (INT_ENA
+    0x40, INT_RAW 0x44, INT_ST 0x48, INT_CLR 0x4C; BROWN_OUT_INT bit 9). Source 27.
+    `brown_out()` is the supply falling below the threshold."""
+
+    name, base, size = "RTC_CNTL", 0x6000_8000, 0x1000
+    SOURCE = 27
+    INT_ENA, INT_RAW, INT_ST, INT_CLR = 0x40, 0x44, 0x48, 0x4C
+    WDTCONFIG0, WDTWPROTECT, SWD_CONF, SWD_WPROTECT = 0x90, 0xA8, 0xAC, 0xB0
+    BROWN_OUT = 0xD8
+    BROWN_OUT_INT = 1 << 9
+    BROWN_OUT_RST_ENA, BROWN_OUT_ENA, BROWN_OUT_DET = 1 << 26, 1 << 30, 1 << 31
+
+    class BrownOutReset(Exception):
+        pass
+
+    def __init__(self):
+        # As the ROM leaves them: RWDT on in flash-boot mode; SWD not fed.
+        self.rwdt = Watchdog("RTC watchdog (RWDT)", WDT_WKEY, 0x8000_1000 | 0x200, 1 << 31)
+        self.swd = Watchdog("super watchdog (SWD)", SWD_WKEY, 0x4B00_0000, 0)
+        self.int_ena = 0
+        self.int_raw = 0
+        self.brown_out_reg = self.BROWN_OUT_RST_ENA | 0x3FF
+        self.below_threshold = False
+
+    def check(self, cycles):
+        self.rwdt.check(cycles)
+        if not self.swd.config >> 31 and cycles >= self.swd.timeout_cycles:
+            raise WatchdogExpired(
+                f"super watchdog (SWD) expired at cycle {cycles}: auto-feed was never set"
+            )
+
+    def brown_out(self):
+        """The supply falls below the threshold and stays there: the detector, once
+        on, raises its interrupt, or resets the chip when its reset is enabled."""
+        self.below_threshold = True
+        self._detect()
+
+    def _detect(self):
+        if not self.below_threshold or not self.brown_out_reg & self.BROWN_OUT_ENA:
+            return
+        if self.brown_out_reg & self.BROWN_OUT_RST_ENA:
+            raise self.BrownOutReset("brown-out with its chip reset enabled: the chip resets")
+        self.int_raw |= self.BROWN_OUT_INT
+
+    def read(self, off):
+        regs = {
+            self.INT_ENA: self.int_ena,
+            self.INT_RAW: self.int_raw,
+            self.INT_ST: self.int_raw & self.int_ena,
+            self.WDTCONFIG0: self.rwdt.config,
+            self.WDTWPROTECT: self.rwdt.protect,
+            self.SWD_CONF: self.swd.config,
+            self.SWD_WPROTECT: self.swd.protect,
+            self.BROWN_OUT: self.brown_out_reg
+            | (self.BROWN_OUT_DET if self.below_threshold else 0),
+        }
+        if off not in regs:
+            return super().read(off)
+        return regs[off]
+
+    def write(self, off, value):
+        if off == self.INT_ENA:
+            self.int_ena = value
+        elif off == self.INT_CLR:
+            self.int_raw &= ~value
+            # The detector keeps raising it while the supply stays below the threshold.
+            self._detect()
+        elif off == self.WDTCONFIG0:
+            self.rwdt.write_config(value)
+        elif off == self.WDTWPROTECT:
+            self.rwdt.protect = value
+        elif off == self.SWD_CONF:
+            self.swd.write_config(value)
+        elif off == self.SWD_WPROTECT:
+            self.swd.protect = value
+        elif off == self.BROWN_OUT:
+            self.brown_out_reg = value & ~self.BROWN_OUT_DET
+            self._detect()
+        else:
+            super().write(off, value)
+
+    def levels(self):
+        return {self.SOURCE: bool(self.int_raw & self.int_ena)}
+
+
+class TimerGroup(Device):
+    """A timer group's main watchdog (WDTCONFIG0 +0x48, WDTWPROTECT +0x64; enable bit
+    31). The timers themselves are not modelled."""
+
+    WDTCONFIG0, WDTWPROTECT = 0x48, 0x64
+
+    def __init__(self, index):
+        self.name = f"TIMG{index}"
+        self.base = (0x6001_F000, 0x6002_0000)[index]
+        self.size = 0x1000
+        self.wdt = Watchdog(f"MWDT{index}", WDT_WKEY, 0x8000_4000, 1 << 31)
+
+    def read(self, off):
+        if off == self.WDTCONFIG0:
+            return self.wdt.config
+        if off == self.WDTWPROTECT:
+            return self.wdt.protect
+        return super().read(off)
+
+    def write(self, off, value):
+        if off == self.WDTCONFIG0:
+            # WDT_CONF_UPDATE_EN (bit 22) latches and reads back set, as the fake does.
+            self.wdt.write_config(value)
+        elif off == self.WDTWPROTECT:
+            self.wdt.protect = value
+        else:
+            super().write(off, value)
+
+
+class Systimer(Device):
+    """SYSTIMER (TRM 10.4/10.5): UNIT0 counts at 16 MHz from reset (simulated CPU
+    cycles / 5); UNIT0_OP's update latches the count into VALUE_HI/LO and sets
+    VALUE_VALID; COMP0 in period mode (TARGET0_CONF bit 30) raises TARGET0 (INT_RAW bit
+    0, source 37) every `period` counts from the COMP0_LOAD, while CONF.TARGET0_WORK_EN
+    is set. One-shot mode and UNIT1/COMP1/COMP2 are not modelled."""
+
+    name, base, size = "SYSTIMER", 0x6002_3000, 0x1000
+    SOURCE = 37
+    CONF, UNIT0_OP, TARGET0_CONF = 0x00, 0x04, 0x34
+    UNIT0_VALUE_HI, UNIT0_VALUE_LO, COMP0_LOAD = 0x40, 0x44, 0x50
+    INT_ENA, INT_RAW, INT_CLR, INT_ST = 0x64, 0x68, 0x6C, 0x70
+    TARGET0_WORK_EN, UNIT0_WORK_EN = 1 << 24, 1 << 30
+    UNIT0_UPDATE, UNIT0_VALUE_VALID = 1 << 30, 1 << 29
+    PERIOD_MODE = 1 << 30
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.conf = self.UNIT0_WORK_EN | 1
+        self.latched = 0
+        self.valid = False
+        self.target0_conf = 0
+        self.loaded_period = 0
+        self.next_alarm = None  # in counts
+        self.int_ena = 0
+        self.int_raw = 0
+
+    def count(self):
+        return self.clock() // CYCLES_PER_SYSTIMER_COUNT
+
+    def update(self):
+        """Raises TARGET0 for every alarm time passed (period mode re-arms)."""
+        if self.next_alarm is None or not self.conf & self.TARGET0_WORK_EN:
+            return
+        now = self.count()
+        if now >= self.next_alarm:
+            self.int_raw |= 1
+            if self.loaded_period:
+                passed = (now - self.next_alarm) // self.loaded_period + 1
+                self.next_alarm += passed * self.loaded_period
+            else:
+                self.next_alarm = None
+
+    def next_event_cycles(self):
+        """The CPU cycle of the next alarm, or None."""
+        if self.next_alarm is None or not self.conf & self.TARGET0_WORK_EN:
+            return None
+        return self.next_alarm * CYCLES_PER_SYSTIMER_COUNT
+
+    def read(self, off):
+        if off == self.CONF:
+            return self.conf
+        if off == self.UNIT0_OP:
+            return self.UNIT0_VALUE_VALID if self.valid else 0
+        if off == self.TARGET0_CONF:
+            return self.target0_conf
+        if off == self.UNIT0_VALUE_HI:
+            return self.latched >> 32
+        if off == self.UNIT0_VALUE_LO:
+            return self.latched & 0xFFFF_FFFF
+        if off == self.INT_ENA:
+            return self.int_ena
+        if off == self.INT_RAW:
+            self.update()
+            return self.int_raw
+        if off == self.INT_ST:
+            self.update()
+            return self.int_raw & self.int_ena
+        return super().read(off)
+
+    def write(self, off, value):
+        if off == self.CONF:
+            self.conf = value
+        elif off == self.UNIT0_OP:
+            if value & self.UNIT0_UPDATE:
+                self.latched = self.count() & ((1 << 52) - 1)
+                self.valid = True
+        elif off == self.TARGET0_CONF:
+            self.target0_conf = value
+        elif off == self.COMP0_LOAD:
+            if value & 1:
+                period = self.target0_conf & ((1 << 26) - 1)
+                if self.target0_conf & self.PERIOD_MODE and period:
+                    self.loaded_period = period
+                    self.next_alarm = self.count() + period
+                else:
+                    raise Undecoded(self.base + off, "COMP0 load of a one-shot alarm (not modelled)")
+        elif off == self.INT_ENA:
+            self.int_ena = value
+        elif off == self.INT_CLR:
+            self.int_raw &= ~value
+        else:
+            super().write(off, value)
+
+    def levels(self):
+        self.update()
+        return {self.SOURCE: bool(self.int_raw & self.int_ena & 1)}
+
+
+class IntMatrix(Device):
+    """The interrupt matrix (TRM 8.3/8.4): 62 source map registers (line 0 = not
+    connected), CPU_INT_ENABLE, CPU_INT_TYPE (1 = edge), CPU_INT_CLEAR, the priorities
+    of lines 1..31 and CPU_INT_THRESH. `line_to_take(levels)` is the line the CPU takes:
+    enabled, pending (level now, or an edge latched until cleared), priority above the
+    threshold; the highest priority wins, then the lowest line."""
+
+    name, base, size = "interrupt matrix", 0x600C_2000, 0x1000
+    SOURCES, LINES = 62, 32
+    ENABLE, TYPE, CLEAR, THRESH = 0x104, 0x108, 0x10C, 0x194
+    PRI0 = 0x114
+
+    def __init__(self):
+        self.map = [0] * self.SOURCES
+        self.enable = 0
+        self.type = 0
+        self.clear = 0
+        self.priority = [0] * self.LINES
+        self.thresh = 0
+        self.edge_latched = 0
+        self.last_levels = 0
+
+    def read(self, off):
+        if off < 4 * self.SOURCES and off % 4 == 0:
+            return self.map[off // 4]
+        if off == self.ENABLE:
+            return self.enable
+        if off == self.TYPE:
+            return self.type
+        if off == self.CLEAR:
+            return self.clear
+        if off == self.THRESH:
+            return self.thresh
+        if self.PRI0 <= off < self.PRI0 + 4 * self.LINES and off % 4 == 0:
+            return self.priority[(off - self.PRI0) // 4]
+        return super().read(off)
+
+    def write(self, off, value):
+        if off < 4 * self.SOURCES and off % 4 == 0:
+            self.map[off // 4] = value & 0x1F
+        elif off == self.ENABLE:
+            self.enable = value & ~1
+        elif off == self.TYPE:
+            self.type = value
+        elif off == self.CLEAR:
+            self.edge_latched &= ~value
+            self.clear = value
+        elif off == self.THRESH:
+            self.thresh = value & 0xF
+        elif self.PRI0 <= off < self.PRI0 + 4 * self.LINES and off % 4 == 0:
+            self.priority[(off - self.PRI0) // 4] = value & 0xF
+        else:
+            super().write(off, value)
+
+    def line_to_take(self, levels):
+        asserted = 0
+        for source, level in levels.items():
+            line = self.map[source]
+            if level and line:
+                asserted |= 1 << line
+        rising = asserted & ~self.last_levels
+        self.last_levels = asserted
+        self.edge_latched |= rising & self.type
+        pending = (asserted & ~self.type) | self.edge_latched
+        best = None
+        for line in range(1, self.LINES):
+            if not (pending >> line) & 1 or not (self.enable >> line) & 1:
+                continue
+            pri = self.priority[line]
+            if pri <= self.thresh:
+                continue
+            if best is None or pri > self.priority[best]:
+                best = line
+        return best
+
+
+class Gpio(Device):
+    """GPIO: OUT (0x04) with W1TS/W1TC (0x08/0x0C), ENABLE (0x20) with W1TS/W1TC
+    (0x24/0x28), FUNCm_IN_SEL_CFG (0x154 + 4m, 128 signals) and FUNCn_OUT_SEL_CFG
+    (0x554 + 4n, 22 pins). `level(pin)` is what an output pin drives."""
+
+    name, base, size = "GPIO", 0x6000_4000, 0x1000
+    OUT, OUT_W1TS, OUT_W1TC = 0x04, 0x08, 0x0C
+    ENABLE, ENABLE_W1TS, ENABLE_W1TC = 0x20, 0x24, 0x28
+    IN_SEL0, SIGNALS = 0x154, 128
+    OUT_SEL0, PINS = 0x554, 22
+    SIMPLE_OUTPUT = 0x80
+
+    def __init__(self):
+        self.out = 0
+        self.enable = 0
+        self.in_sel = [0] * self.SIGNALS
+        self.out_sel = [self.SIMPLE_OUTPUT] * self.PINS
+
+    def level(self, pin):
+        """The pin's level as an output (high when not driven: pulled up)."""
+        driven = (self.enable >> pin) & 1 and self.out_sel[pin] == self.SIMPLE_OUTPUT
+        return bool((self.out >> pin) & 1) if driven else True
+
+    def read(self, off):
+        if off == self.OUT:
+            return self.out
+        if off == self.ENABLE:
+            return self.enable
+        if self.IN_SEL0 <= off < self.IN_SEL0 + 4 * self.SIGNALS and off % 4 == 0:
+            return self.in_sel[(off - self.IN_SEL0) // 4]
+        if self.OUT_SEL0 <= off < self.OUT_SEL0 + 4 * self.PINS and off % 4 == 0:
+            return self.out_sel[(off - self.OUT_SEL0) // 4]
+        return super().read(off)
+
+    def write(self, off, value):
+        mask = (1 << self.PINS) - 1
+        if off == self.OUT:
+            self.out = value & mask
+        elif off == self.OUT_W1TS:
+            self.out |= value & mask
+        elif off == self.OUT_W1TC:
+            self.out &= ~value
+        elif off == self.ENABLE:
+            self.enable = value & mask
+        elif off == self.ENABLE_W1TS:
+            self.enable |= value & mask
+        elif off == self.ENABLE_W1TC:
+            self.enable &= ~value
+        elif self.IN_SEL0 <= off < self.IN_SEL0 + 4 * self.SIGNALS and off % 4 == 0:
+            self.in_sel[(off - self.IN_SEL0) // 4] = value
+        elif self.OUT_SEL0 <= off < self.OUT_SEL0 + 4 * self.PINS and off % 4 == 0:
+            self.out_sel[(off - self.OUT_SEL0) // 4] = value
+        else:
+            super().write(off, value)
+
+
+def io_mux():
+    """IO_MUX_GPIOn (0x04 + 4n) for the 22 pins: function select and input enable,
+    held as written (the routing that matters is checked in Gpio and Spi2)."""
+    return Plain("IO MUX", 0x6000_9000, {0x04 + 4 * n: 0x0800 for n in range(22)})
+
+
+def system():
+    """SYSTEM: PERIP_CLK_EN0 (0x10) and PERIP_RST_EN0 (0x18)."""
+    return Plain("SYSTEM", 0x600C_0000, {0x10: 0xF9C1_E06F, 0x18: 0})
+
+
+class Mb85rs4mt:
+    """The Fujitsu MB85RS4MT, 512 KiB SPI FRAM (datasheet: opcodes WREN 06, WRDI 04,
+    RDSR 05, WRSR 01, READ 03, WRITE 02, RDID 9F; 3-byte addresses wrapping at 512 KiB;
+    WEL cleared at the end of WRITE or WRSR). `array` is any mutable buffer of 512 KiB
+    (machine.py passes a memory-mapped host file, so writes persist as they happen).
+    One command per chip-select low period."""
+
+    SIZE = 512 * 1024
+    RDID = bytes([0x04, 0x7F, 0x49, 0x03])
+
+    def __init__(self, array):
+        if len(array) != self.SIZE:
+            raise ValueError(f"MB85RS4MT array is {self.SIZE} bytes, not {len(array)}")
+        self.array = array
+        self.wel = False
+        self.status = 0
+        self._cmd = None
+        self._pos = 0
+        self._addr = 0
+        self.bytes_written = 0
+
+    def select(self):
+        self._cmd, self._pos, self._addr = None, 0, 0
+
+    def deselect(self):
+        if self._cmd in (0x02, 0x01) and self._pos > (4 if self._cmd == 0x02 else 1):
+            self.wel = False
+        self._cmd = None
+
+    def exchange(self, byte):
+        """One byte in on SI, the byte out on SO."""
+        pos = self._pos
+        self._pos += 1
+        if pos == 0:
+            self._cmd = byte
+            if byte == 0x06:
+                self.wel = True
+            elif byte == 0x04:
+                self.wel = False
+            return 0xFF
+        cmd = self._cmd
+        if cmd == 0x05:
+            return self.status | (0x02 if self.wel else 0)
+        if cmd == 0x9F:
+            return self.RDID[pos - 1] if pos - 1 < len(self.RDID) else 0xFF
+        if cmd == 0x01:
+            if pos == 1 and self.wel:
+                self.status = byte & 0x8C
+            return 0xFF
+        if cmd in (0x02, 0x03):
+            if pos <= 3:
+                self._addr = ((self._addr << 8) | byte) & (self.SIZE - 1)
+                return 0xFF
+            addr = self._addr
+            self._addr = (addr + 1) & (self.SIZE - 1)
+            if cmd == 0x03:
+                return self.array[addr]
+            if self.wel:
+                self.array[addr] = byte
+                self.bytes_written += 1
+            return 0xFF
+        return 0xFF
+
+
+class Spi2(Device):
+    """GP-SPI2 in CPU-controlled full-duplex master mode (TRM 26.5.8): CMD.UPDATE
+    (bit 23) completes at once; CMD.USR (bit 24) shifts MS_DLEN + 1 bits (whole bytes)
+    out of W0..W15, little-endian, through the device whose chip select is low, and puts
+    what came back in the same buffer. The configuration registers are held as
+    written; a transfer is refused unless the controller's clock is on
+    (SYSTEM_PERIP_CLK_EN0 bit 6 and CLK_GATE) and the pins are routed as the board
+    wires them (SCK GPIO6, MOSI GPIO7, MISO GPIO2; CS GPIO10 a plain output)."""
+
+    name, base, size = "GP-SPI2", 0x6002_4000, 0x1000
+    CMD, CLOCK, USER, MS_DLEN, MISC, DMA_CONF = 0x00, 0x0C, 0x10, 0x1C, 0x20, 0x30
+    W0, SLAVE, CLK_GATE = 0x98, 0xE0, 0xE8
+    CMD_UPDATE, CMD_USR = 1 << 23, 1 << 24
+    FSPICLK_OUT, FSPIQ_IN, FSPID_OUT = 63, 64, 65
+    PIN_SCK, PIN_MOSI, PIN_MISO, PIN_CS = 6, 7, 2, 10
+
+    class Miswired(Exception):
+        pass
+
+    def __init__(self, gpio, system_regs, fram):
+        self.gpio, self.system, self.fram = gpio, system_regs, fram
+        self.regs = {self.CLOCK: 0x8000_3043, self.USER: 0x8000_00C0, self.MS_DLEN: 0,
+                     self.MISC: 0x3E, self.DMA_CONF: 0, self.SLAVE: 0x0280_0000,
+                     self.CLK_GATE: 0}
+        self.w = [0] * 16
+        self.cs_was_low = False
+        self.transactions = 0
+
+    def _check_wiring(self):
+        g = self.gpio
+        problems = []
+        if not self.system.regs[0x10] & (1 << 6):
+            problems.append("SPI2 clock off in SYSTEM_PERIP_CLK_EN0")
+        if self.system.regs[0x18] & (1 << 6):
+            problems.append("SPI2 held in reset")
+        if self.regs[self.CLK_GATE] & 0b11 != 0b11:
+            problems.append("CLK_GATE off")
+        if g.out_sel[self.PIN_SCK] != self.FSPICLK_OUT or not (g.enable >> self.PIN_SCK) & 1:
+            problems.append("GPIO6 is not FSPICLK")
+        if g.out_sel[self.PIN_MOSI] != self.FSPID_OUT or not (g.enable >> self.PIN_MOSI) & 1:
+            problems.append("GPIO7 is not FSPID")
+        if g.in_sel[self.FSPIQ_IN] != (0x40 | self.PIN_MISO):
+            problems.append("FSPIQ is not fed from GPIO2")
+        if problems:
+            raise self.Miswired("GP-SPI2 transfer: " + ", ".join(problems))
+
+    def chip_select_changed(self):
+        """Called on every GPIO write: a CS edge starts or ends a command."""
+        low = not self.gpio.level(self.PIN_CS)
+        if low and not self.cs_was_low:
+            self.fram.select()
+        elif not low and self.cs_was_low:
+            self.fram.deselect()
+        self.cs_was_low = low
+
+    def read(self, off):
+        if off == self.CMD:
+            return 0
+        if self.W0 <= off < self.W0 + 64 and off % 4 == 0:
+            return self.w[(off - self.W0) // 4]
+        if off in self.regs:
+            return self.regs[off]
+        return super().read(off)
+
+    def write(self, off, value):
+        if off == self.CMD:
+            if value & self.CMD_USR:
+                self._transfer()
+        elif self.W0 <= off < self.W0 + 64 and off % 4 == 0:
+            self.w[(off - self.W0) // 4] = value
+        elif off in self.regs:
+            self.regs[off] = value
+        else:
+            super().write(off, value)
+
+    def _transfer(self):
+        self._check_wiring()
+        bits = (self.regs[self.MS_DLEN] & 0x3FFFF) + 1
+        if bits % 8 or bits > 512:
+            raise Undecoded(self.base + self.MS_DLEN, f"a {bits}-bit SPI transfer (whole bytes up to 64 are modelled)")
+        data = b"".join(w.to_bytes(4, "little") for w in self.w)[: bits // 8]
+        if self.cs_was_low:
+            back = bytes(self.fram.exchange(b) for b in data)
+        else:
+            back = b"\xff" * len(data)  # nobody drives MISO: pulled high
+        back = back + bytes(64 - len(back))
+        for i in range(len(data) // 4 + (1 if len(data) % 4 else 0)):
+            self.w[i] = int.from_bytes(back[4 * i : 4 * i + 4], "little")
+        self.transactions += 1

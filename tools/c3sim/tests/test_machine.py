@@ -1,0 +1,103 @@
+"""The CPU wiring on hand-assembled images: SRAM seen through both aliases, the trap
+entry unicorn leaves to the host (mepc, mcause, the vectored mtvec), and the stop at
+an undecoded address naming it and the pc."""
+
+import os
+import tempfile
+import unittest
+
+from unicorn import riscv_const as R
+
+from c3sim.machine import Machine
+from tests.test_periph import make_image
+
+BASE = 0x4038_0000
+
+
+def lui(rd, imm):
+    return (imm & 0xFFFFF000) | rd << 7 | 0x37
+
+
+def addi(rd, rs1, imm):
+    return (imm & 0xFFF) << 20 | rs1 << 15 | rd << 7 | 0x13
+
+
+def li(rd, value):
+    """lui + addi for any 32-bit value."""
+    hi = (value + 0x800) & 0xFFFFF000
+    return [lui(rd, hi), addi(rd, rd, value - hi)]
+
+
+def sw(rs2, rs1, imm=0):
+    return (imm >> 5) << 25 | rs2 << 20 | rs1 << 15 | 2 << 12 | (imm & 0x1F) << 7 | 0x23
+
+
+def lw(rd, rs1, imm=0):
+    return imm << 20 | rs1 << 15 | 2 << 12 | rd << 7 | 0x03
+
+
+def csrw(csr, rs1):
+    return csr << 20 | rs1 << 15 | 1 << 12 | 0x73
+
+
+ECALL = 0x0000_0073
+LOOP = 0x0000_006F  # j .
+T0, T1, A0, A1 = 5, 6, 10, 11
+
+
+def program(words):
+    code = b"".join(w.to_bytes(4, "little") for w in words)
+    return code.ljust(0x100, b"\0") + LOOP.to_bytes(4, "little") * 32
+
+
+class MachineTest(unittest.TestCase):
+    def boot(self, words, instructions=200):
+        fd, fram = tempfile.mkstemp()
+        os.close(fd)
+        os.remove(fram)
+        self.addCleanup(lambda: os.path.exists(fram) and os.remove(fram))
+        m = Machine(make_image(BASE, [(BASE, program(words))]), fram)
+        stop = m.run(instructions)
+        m.close()
+        return m, stop
+
+    def test_sram_is_one_memory_at_both_aliases(self):
+        words = li(T0, 0x3FC9_0000) + li(T1, 0x1234_5678) + [sw(T1, T0)] + li(A0, 0x4039_0000) + [lw(A1, A0), LOOP]
+        m, stop = self.boot(words)
+        self.assertIsNone(stop)
+        self.assertEqual(m.uc.reg_read(R.UC_RISCV_REG_X0 + A1), 0x1234_5678)
+
+    def test_an_ecall_enters_the_vector_base_with_mepc_and_mcause(self):
+        words = li(T0, BASE + 0x101) + [csrw(0x305, T0), ECALL, LOOP]
+        m, stop = self.boot(words)
+        self.assertIsNone(stop)
+        ecall_at = BASE + 4 * 3
+        self.assertEqual(m.uc.reg_read(R.UC_RISCV_REG_MEPC), ecall_at)
+        self.assertEqual(m.uc.reg_read(R.UC_RISCV_REG_MCAUSE), 11)
+        self.assertEqual(m.uc.reg_read(R.UC_RISCV_REG_PC), BASE + 0x100)
+        self.assertEqual(m.traps, [(11, ecall_at, 0)])
+
+    def test_a_systimer_alarm_arrives_on_its_line_through_the_vectored_mtvec(self):
+        st, im = 0x6002_3000, 0x600C_2000
+        words = li(T0, BASE + 0x101) + [csrw(0x305, T0)]
+        for addr, value in ((st + 0x34, 1 << 30 | 100), (st + 0x50, 1), (st + 0x00, 1 << 30 | 1 << 24),
+                            (st + 0x64, 1), (im + 4 * 37, 5), (im + 0x114 + 4 * 5, 1), (im + 0x104, 1 << 5)):
+            words += li(T0, addr) + li(T1, value) + [sw(T1, T0)]
+        words += [0x30046073, LOOP]  # csrsi mstatus, MIE; j .
+        # Interrupts are looked at between slices: two slices at least.
+        m, stop = self.boot(words, instructions=50_000)
+        self.assertIsNone(stop)
+        self.assertEqual(m.uc.reg_read(R.UC_RISCV_REG_MCAUSE), 0x8000_0005)
+        self.assertEqual(m.uc.reg_read(R.UC_RISCV_REG_PC), BASE + 0x100 + 4 * 5)
+        self.assertEqual(m.interrupts, 1, "taken once: mstatus.MIE is off in the handler")
+
+    def test_an_undecoded_address_stops_the_run_naming_it_and_the_pc(self):
+        words = li(T0, 0x6005_0000) + [lw(A0, T0), LOOP]
+        m, stop = self.boot(words)
+        self.assertIsNotNone(stop)
+        self.assertIn("0x60050000", str(stop))
+        self.assertEqual(stop.pc, BASE + 8)
+
+
+if __name__ == "__main__":
+    unittest.main()
