@@ -26,8 +26,6 @@ use std::path::{Path, PathBuf};
 pub const BOARD: &str = "qemu_virt";
 /// Regions are aligned to this (a multiple of the 4-byte PMP granule).
 const REGION_ALIGN: u32 = 256;
-/// Memory regions every task has of its own (code, RAM), besides its memory caps.
-
 /// The memory map of [`BOARD`].
 pub fn board_map() -> &'static MemoryMap {
     BOARDS
@@ -518,6 +516,7 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)], nvm_size: u32
 #[cfg(test)]
 mod tests {
     use super::*;
+    use amber_core::{MAX_TASKS, SLOTS};
 
     /// Loads `toml` through a file of its own: tests run in parallel threads,
     /// so a shared file name would let one test read another's half-written text.
