@@ -1,4 +1,5 @@
-//! Synchronous IPC over endpoints: Send, Call, Recv and Reply. A message is
+//! Synchronous IPC over endpoints: Send, Call, Recv, Reply and ReplyRecv (a server's
+//! Reply and its next Recv in one trap). A message is
 //! four register words, a badge, an optional bounded copy of bytes and an optional
 //! capability transfer, and it is delivered whole or not at all. Both sides are
 //! re-validated at the moment of delivery (a MemObj cap may have been revoked while a
@@ -281,6 +282,22 @@ impl Kernel {
                 Outcome::ok()
             }
         }
+    }
+
+    /// `ReplyRecv` on endpoint slot a0: gives the reply `t` owes (words a1..a4, the
+    /// send half of descriptor a5) as `Reply` does, then receives on a0 as `Recv` does
+    /// (the receive half of a5), in one trap, so that a server's loop costs one syscall
+    /// per request. With no reply owed it is a `Recv`. When the reply fails on the
+    /// server's side (its own message or descriptor is invalid), that error is
+    /// returned, the caller keeps waiting and nothing is received; a caller whose
+    /// buffers turned invalid gets the error, as with `Reply`, and the receive goes on.
+    pub(crate) fn sys_reply_recv(&mut self, mem: &mut impl UserMemory, t: ThreadId) -> Outcome {
+        if self.thread(t).reply_to.is_some() {
+            if let Outcome::Done(Err(e)) = self.sys_reply(mem, t) {
+                return Outcome::err(e);
+            }
+        }
+        self.sys_recv(mem, t)
     }
 
     /// Forgets the reply `t` owes, waking that caller with `PeerGone`.

@@ -72,6 +72,7 @@ impl Kernel {
             Sysno::Call => self.sys_send(mem, t, true),
             Sysno::Recv => self.sys_recv(mem, t),
             Sysno::Reply => self.sys_reply(mem, t),
+            Sysno::ReplyRecv => self.sys_reply_recv(mem, t),
             Sysno::Signal => self.sys_signal(t, a[0], a[1]),
             Sysno::Wait => self.sys_wait(t, a[0], true),
             Sysno::Poll => self.sys_wait(t, a[0], false),
