@@ -41,8 +41,18 @@ impl Kernel {
     /// the one way a thread's state changes.
     #[inline]
     pub(crate) fn set_state(&mut self, t: ThreadId, state: ThreadState) {
+        self.enter_state(t, state, None);
+    }
+
+    /// Sets the state of `t`, and its `seq` when given (one arena access: this runs on
+    /// every IPC), and lists it in the scheduler's index.
+    #[inline]
+    fn enter_state(&mut self, t: ThreadId, state: ThreadState, seq: Option<u64>) {
         let th = self.thread_mut(t);
         th.state = state;
+        if let Some(s) = seq {
+            th.seq = s;
+        }
         let p = th.priority;
         self.sched_index.set(t.index(), p, listed(state));
         self.sched_changes = self.sched_changes.wrapping_add(1);
@@ -67,18 +77,17 @@ impl Kernel {
     /// Makes `t` runnable at the back of its priority's round robin.
     pub(crate) fn make_ready(&mut self, t: ThreadId) {
         let s = self.next_seq();
-        self.thread_mut(t).seq = s;
-        self.set_state(t, ThreadState::Ready);
+        self.enter_state(t, ThreadState::Ready, Some(s));
     }
 
     /// Blocks `t` on `b`, at the back of that wait queue.
     pub(crate) fn block(&mut self, t: ThreadId, b: Block) {
         let s = self.next_seq();
-        self.thread_mut(t).seq = s;
-        self.set_state(t, ThreadState::Blocked(b));
+        self.enter_state(t, ThreadState::Blocked(b), Some(s));
     }
 
     /// Ends a blocking call of `t` with `r` (written to a0..a5) and makes it runnable.
+    #[inline]
     pub(crate) fn wake(&mut self, t: ThreadId, r: Result<Results, Error>) {
         write_results(&mut self.thread_mut(t).ctx.regs, r);
         self.make_ready(t);
