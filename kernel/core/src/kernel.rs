@@ -1,5 +1,5 @@
 //! The `Kernel` value: the object arena plus the little state that is not in objects
-//! (who runs, a sequence counter, the checkpoint cycle). All of that state is derived
+//! (who runs, a sequence counter, the scheduler's index, the checkpoint cycle). All of that state is derived
 //! from the objects or volatile, so a checkpoint is the arena alone (see
 //! `ops/items.rs`). Here are the accessors every operation uses (typed lookups in the
 //! arena, which mark what they hand out mutably as dirty) and the few the glue needs;
@@ -12,6 +12,7 @@ use crate::{
     cycle::CheckpointCycle,
     ids::{ObjId, ThreadId},
     obj::{Arena, CapGroup, Object, Thread},
+    ready::ThreadIndex,
     MAX_OBJECTS,
 };
 
@@ -29,6 +30,12 @@ pub struct Kernel {
     pub(crate) current: Option<ThreadId>,
     /// Monotonic counter ordering ready and wait queues.
     pub(crate) seq: u64,
+    /// Which threads are ready (by priority) and which blocked: derived from the
+    /// threads' states, kept by `ops/sched.rs`, rebuilt at boot and restore.
+    pub(crate) sched_index: ThreadIndex,
+    /// Counts changes of thread states (wrapping): a syscall that changed none need
+    /// not reschedule (see `ops/syscall.rs`).
+    pub(crate) sched_changes: u32,
     /// Set by `boot`.
     pub(crate) booted: bool,
     /// Changes whenever a MemObj capability appears or disappears anywhere.
@@ -53,6 +60,8 @@ impl Kernel {
             objects: Arena::new(),
             current: None,
             seq: 0,
+            sched_index: ThreadIndex::EMPTY,
+            sched_changes: 0,
             booted: false,
             memory_epoch: 0,
             cycle: CheckpointCycle::NEW,
@@ -60,6 +69,7 @@ impl Kernel {
     }
 
     /// The thread to run, or `None` when nothing is runnable (wait for an interrupt).
+    #[inline]
     pub fn current(&self) -> Option<ThreadId> {
         self.current
     }
@@ -70,6 +80,7 @@ impl Kernel {
     /// Marks `t` dirty: the trap path writes the registers through this reference
     /// without the kernel seeing it, so the arch code must call this each time before
     /// it resumes `t` (after every `clear_dirty` in particular).
+    #[inline]
     pub fn context_mut(&mut self, t: ThreadId) -> &mut Context {
         &mut self.thread_mut(t).ctx
     }
@@ -116,6 +127,7 @@ impl Kernel {
         self.objects.clear();
         self.current = None;
         self.seq = 0;
+        self.sched_index = ThreadIndex::EMPTY;
         self.booted = false;
         self.cycle = CheckpointCycle::NEW;
         self.bump_memory_epoch();
@@ -134,11 +146,13 @@ impl Kernel {
     }
 
     /// The entry for `id` (ids are always in range by construction).
+    #[inline]
     pub(crate) fn obj(&self, id: ObjId) -> &Object {
         self.objects.get(id)
     }
 
     /// The entry for `id`, mutably; marks it dirty (see the file comment).
+    #[inline]
     pub(crate) fn obj_mut(&mut self, id: ObjId) -> &mut Object {
         self.objects.get_mut(id)
     }
@@ -183,6 +197,7 @@ impl Kernel {
     }
 
     /// The thread `t`. A `ThreadId` that names no thread is a broken kernel invariant.
+    #[inline]
     pub(crate) fn thread(&self, t: ThreadId) -> &Thread {
         match self.obj(t.0) {
             Object::Thread(th) => th,
@@ -191,6 +206,7 @@ impl Kernel {
     }
 
     /// The thread `t`, mutably (same invariant as [`Kernel::thread`]).
+    #[inline]
     pub(crate) fn thread_mut(&mut self, t: ThreadId) -> &mut Thread {
         match self.obj_mut(t.0) {
             Object::Thread(th) => th,

@@ -16,7 +16,9 @@
 //! - Eager revocation: deleting or revoking removes capabilities at once by scanning
 //!   every CapGroup's slots, O(groups × slots) per sweep. No generation counters.
 //! - Queues are not stored: who waits on an endpoint, and in what order, is read from
-//!   thread states and a sequence number, so there is nothing to keep consistent.
+//!   thread states and a sequence number. The one derived index (`ready.rs`: which
+//!   threads are ready, by priority, and which blocked) only narrows where to look; it
+//!   is rebuilt at restore and checked against the states by the invariants.
 //! - Checkpointable by ownership: every change to an arena entry goes through one guard
 //!   that marks it dirty; each object type encodes and decodes its own record (next to
 //!   the type); everything else is derived and rebuilt at restore. See `ops/items.rs`.
@@ -29,7 +31,7 @@
 //! |-------|---------|------|
 //! | operations | `ops/` | everything that involves more than one object (its own table of layers) |
 //! | the kernel | `kernel.rs` | the [`Kernel`] value and its typed accessors into the arena |
-//! | volatile state | `cycle.rs` | the checkpoint cycle: request, persist phase, pending watch values |
+//! | volatile state | `cycle.rs`, `ready.rs` | the checkpoint cycle: request, persist phase, pending watch values; the scheduler's index of ready and blocked threads |
 //! | objects | `obj/` | one file per object type (state, record, pure transitions) and the arena |
 //! | base | `ids`, `context`, `record`, `spec`, `fault`, `platform` | numbers, registers, the record codec, boot description, fault causes, the two doors to the machine |
 //!
@@ -55,6 +57,7 @@ mod kernel;
 mod obj;
 mod ops;
 mod platform;
+mod ready;
 mod record;
 mod spec;
 

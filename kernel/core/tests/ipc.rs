@@ -1,4 +1,4 @@
-//! Synchronous IPC: Send, Call, Recv, Reply with message words, badges, bounded copies
+//! Synchronous IPC: Send, Call, Recv, Reply and ReplyRecv with message words, badges, bounded copies
 //! and capability transfer; blocking, waking and partner loss. Test names state the
 //! property checked.
 //! These tests use the public API only; they must never reach into kernel internals.
@@ -112,6 +112,72 @@ fn call_waits_for_the_reply_words() {
         Err(Error::WrongState),
         "a reply is given once"
     );
+}
+
+#[test]
+fn reply_recv_answers_the_caller_then_takes_the_next_message() {
+    const CLI: [CapSpec; 1] = [CLI_EP];
+    const SRV: [CapSpec; 1] = [SRV_EP];
+    let mut s = Sys::boot(&[
+        task("srv", 1, &SRV),
+        task("c1", 1, &CLI),
+        task("c2", 1, &CLI),
+    ]);
+    s.sys("c1", Sysno::Call, [0, 10, 0, 0, 0, 0]);
+    s.sys("c2", Sysno::Call, [0, 20, 0, 0, 0, 0]);
+    assert_eq!(s.sys("srv", Sysno::Recv, [0; 6]).r[0], 10);
+    let r = s.sys("srv", Sysno::ReplyRecv, [0, 11, 12, 13, 14, 0]);
+    assert_eq!(
+        (r.a0, r.r),
+        (0, [20, 0, 0, 0, 0xB]),
+        "the next caller's words and badge arrive in the same call"
+    );
+    let c1 = s.regs("c1");
+    assert_eq!(
+        (s.state("c1"), c1.a0, &c1.r[..4]),
+        (TaskState::Ready, 0, &[11, 12, 13, 14][..]),
+        "the first caller got its reply"
+    );
+    assert_eq!(
+        s.state("c2"),
+        TaskState::Blocked,
+        "the second caller waits for its reply"
+    );
+    s.sys("srv", Sysno::ReplyRecv, [0, 21, 0, 0, 0, 0]);
+    assert_eq!(s.regs("c2").r[0], 21, "the second caller got its reply");
+    assert_eq!(
+        s.state("srv"),
+        TaskState::Blocked,
+        "with no caller left the server waits"
+    );
+}
+
+#[test]
+fn reply_recv_owing_nothing_is_a_recv_and_a_bad_reply_receives_nothing() {
+    let mut s = pair();
+    s.sys("cli", Sysno::Send, [0, 7, 0, 0, 0, 0]);
+    let r = s.sys("srv", Sysno::ReplyRecv, [0, 99, 0, 0, 0, 0]);
+    assert_eq!(
+        (r.a0, r.r[0]),
+        (0, 7),
+        "no reply owed: the message is received"
+    );
+    s.sys("cli", Sysno::Call, [0, 8, 0, 0, 0, 0]);
+    assert_eq!(s.sys("srv", Sysno::Recv, [0; 6]).r[0], 8);
+    // A descriptor the server may not read: the reply fails on the server's side.
+    let r = s.sys("srv", Sysno::ReplyRecv, [0, 1, 0, 0, 0, 0x10]);
+    assert_eq!(r.status(), Err(Error::BadPointer));
+    assert_eq!(
+        s.state("cli"),
+        TaskState::Blocked,
+        "the caller still waits for a good reply"
+    );
+    assert_eq!(
+        s.sys("srv", Sysno::Reply, [0, 9, 0, 0, 0, 0]).status(),
+        Ok(()),
+        "the reply is still owed"
+    );
+    assert_eq!(s.regs("cli").r[0], 9);
 }
 
 #[test]

@@ -26,7 +26,7 @@ use crate::kmain::fatal;
 use crate::writer::{CheckpointWriter, Written};
 use amber_core::{
     Attempt, Cause, CheckpointEvent, Context, Fault, Halt, HaltOutcome, Kernel, Platform, Step,
-    ThreadId, MAX_TASKS,
+    ThreadId, MAX_OBJECTS,
 };
 use amber_nvm::CutNvm;
 use log::{error, info};
@@ -54,9 +54,10 @@ pub struct System {
     tick_base: u64,
     /// Bytes received on the console since boot.
     console_bytes: u32,
-    /// The thread of each task, by task index: filled once the kernel is booted or
-    /// restored, so the trap path maps a thread to its task without comparing names.
-    threads: [Option<ThreadId>; MAX_TASKS],
+    /// The task index of each thread, by the thread's arena index: filled once the
+    /// kernel is booted or restored, so the trap path maps a thread to its task in one
+    /// load, without comparing names.
+    task_of_thread: [Option<u8>; MAX_OBJECTS],
     /// What the PMP holds, and each task's last image.
     pmp: PmpCache,
 }
@@ -67,7 +68,7 @@ static SYSTEM: spin::Mutex<System> = spin::Mutex::new(System {
     ticks: 0,
     tick_base: 0,
     console_bytes: 0,
-    threads: [None; MAX_TASKS],
+    task_of_thread: [None; MAX_OBJECTS],
     pmp: PmpCache::EMPTY,
 });
 
@@ -133,13 +134,21 @@ impl System {
 
     /// Records which thread runs each task (after boot or restore).
     fn map_task_threads(&mut self) {
+        self.task_of_thread = [None; MAX_OBJECTS];
         for (i, img) in app::TASKS.iter().enumerate() {
-            self.threads[i] = self.kernel.thread_by_name(img.name);
+            if let (Some(t), Ok(i)) = (self.kernel.thread_by_name(img.name), u8::try_from(i)) {
+                self.task_of_thread[t.index()] = Some(i);
+            }
         }
     }
 
+    #[inline]
     fn task_index(&self, t: ThreadId) -> Option<usize> {
-        self.threads.iter().position(|&x| x == Some(t))
+        self.task_of_thread
+            .get(t.index())
+            .copied()
+            .flatten()
+            .map(usize::from)
     }
 
     /// An interrupt: the board decodes it into events.

@@ -43,6 +43,7 @@
 //! | 21 | `Checkpoint` | – | – (blocks until a checkpoint containing the caller has committed) | `CheckpointFailed`, `Interrupted` (a persist callback: persist, then `PersistDone`) |
 //! | 22 | `CommitWatch` | a0 = pointer to the 16-byte watch block (see below), 0 = remove the watch; a1 = notification slot; a2 = bits to signal after each commit; a3 = bits to signal after a restore; a4 = [`WatchFlags`] bits | – | `BadPointer` (the 16 bytes must lie in one non-device region the caller may READ and WRITE), slot errors, `NoRights` (WRITE), `BadArgument` (unknown flag bits) |
 //! | 23 | `PersistDone` | a0 = the caller's static bound on its persist work in instructions (0 = none; the kernel reports it next to the measured cost on a power failure) | – (the checkpoint the kernel was waiting for has been taken when the caller runs again) | `WrongState` (no persist was asked of the caller) |
+//! | 24 | `ReplyRecv` | a0 = endpoint slot, a1..a4 = reply words, a5 = [`IpcDesc`] ptr or 0 (its send half for the reply, its receive half for the message) | as `Recv` | a reply the caller owes is given first, as `Reply` (none owed: a plain `Recv`); when the reply's own message or descriptor is invalid, its error and nothing received; else as `Recv` |
 //!
 //! "Slot errors" are `BadSlot`, `EmptySlot`, `WrongKind`. "Descriptor errors" are
 //! `BadPointer`, `TooLong`, `BadSlot`, `EmptySlot`, `NoRights` (the transferred cap
@@ -51,7 +52,7 @@
 //!
 //! # Messages
 //!
-//! Send, Call and Reply carry four words in `a1..a4`. With a descriptor (`a5` ≠ 0, an
+//! Send, Call, Reply and ReplyRecv carry four words in `a1..a4`. With a descriptor (`a5` ≠ 0, an
 //! [`IpcDesc`] in the caller's memory) a message also carries up to [`MAX_MSG_BYTES`]
 //! bytes copied from the sender's buffer into the receiver's, and optionally one
 //! capability: the sender names a slot it holds with GRANT, the receiver names the

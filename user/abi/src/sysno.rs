@@ -55,11 +55,14 @@ pub enum Sysno {
     /// A persist callback reports that it has persisted; the kernel takes its
     /// checkpoint once every callback has.
     PersistDone = 23,
+    /// Replies to the caller owed (as `Reply`), then receives on an endpoint (as
+    /// `Recv`), in one call: a server's loop.
+    ReplyRecv = 24,
 }
 
 impl Sysno {
     /// Every syscall, in number order.
-    pub const ALL: [Sysno; 24] = [
+    pub const ALL: [Sysno; 25] = [
         Sysno::Null,
         Sysno::Yield,
         Sysno::Exit,
@@ -84,6 +87,7 @@ impl Sysno {
         Sysno::Checkpoint,
         Sysno::CommitWatch,
         Sysno::PersistDone,
+        Sysno::ReplyRecv,
     ];
 
     /// The syscall with number `n`, or `None` for an unknown number.

@@ -102,6 +102,19 @@ pub fn reply(words: [u32; 4], desc: Option<&mut IpcDesc>) -> Result<(), Error> {
     call(Sysno::Reply, [0, a, b, c, d, desc_arg(desc)]).map(drop)
 }
 
+/// Replies to the caller of the last message received (if one is owed), then waits for
+/// the next message on `ep`, in one syscall: a server's loop. The descriptor's send half
+/// goes with the reply, its receive half takes the message.
+pub fn reply_recv(
+    ep: u32,
+    words: [u32; 4],
+    desc: Option<&mut IpcDesc>,
+) -> Result<([u32; 4], u32), Error> {
+    let [a, b, c, d] = words;
+    call(Sysno::ReplyRecv, [ep, a, b, c, d, desc_arg(desc)])
+        .map(|r| ([r[1], r[2], r[3], r[4]], r[5]))
+}
+
 /// Sets notification bits.
 pub fn signal(notification: u32, bits: u32) -> Result<(), Error> {
     call(Sysno::Signal, [notification, bits, 0, 0, 0, 0]).map(drop)

@@ -97,6 +97,7 @@ impl DirtySet {
     /// Nothing dirty.
     pub(crate) const CLEAN: DirtySet = DirtySet([0; DIRTY_WORDS]);
 
+    #[inline]
     fn mark(&mut self, id: ObjId) {
         let i = id.index();
         self.0[i / 32] |= 1 << (i % 32);
@@ -141,11 +142,13 @@ impl Arena {
     }
 
     /// The entry for `id` (ids are always in range by construction). Never marks.
+    #[inline]
     pub(crate) fn get(&self, id: ObjId) -> &Object {
         &self.entries[id.index()]
     }
 
     /// The entry for `id`, mutably: THE guard. Marks `id` dirty.
+    #[inline]
     pub(crate) fn get_mut(&mut self, id: ObjId) -> &mut Object {
         self.dirty.mark(id);
         &mut self.entries[id.index()]

@@ -36,6 +36,7 @@ impl Kernel {
             self.reset();
         } else {
             self.booted = true;
+            self.rebuild_sched_index();
             self.schedule();
         }
         r

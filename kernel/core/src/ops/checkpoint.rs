@@ -225,9 +225,8 @@ impl Kernel {
         };
         for t in self.thread_ids().collect_array().into_iter().flatten() {
             if self.thread(t).state == ThreadState::Blocked(Block::Checkpoint) {
-                let th = self.thread_mut(t);
-                th.state = ThreadState::Ready;
-                th.ctx.regs[reg::A0] = status;
+                self.set_state(t, ThreadState::Ready);
+                self.thread_mut(t).ctx.regs[reg::A0] = status;
             }
         }
         self.cycle.requested = false;

@@ -160,6 +160,16 @@ impl Kernel {
             0,
         )?;
         ensure(
+            self.sched_index == self.thread_index_from_states(),
+            "the scheduler's index lists exactly the ready and the blocked threads",
+            0,
+        )?;
+        ensure(
+            self.current == self.pick_by_scan(),
+            "the current thread is the most urgent eligible ready thread of the whole arena",
+            self.current.map_or(0, |t| t.index()),
+        )?;
+        ensure(
             self.current == self.pick(),
             "the current thread is the one the scheduler picks",
             self.current.map_or(0, |t| t.index()),
@@ -183,6 +193,29 @@ impl Kernel {
             )?;
         }
         Ok(())
+    }
+
+    /// What the scheduler picks, found the slow way: every thread in the arena
+    /// compared (the most urgent eligible ready thread, among equals the one ready the
+    /// longest), for checking the index-based pick.
+    fn pick_by_scan(&self) -> Option<ThreadId> {
+        let mut best: Option<ThreadId> = None;
+        for t in self.thread_ids() {
+            let th = self.thread(t);
+            if th.state != ThreadState::Ready || (self.persist_active() && !self.serves_persist(t))
+            {
+                continue;
+            }
+            let better = best.is_none_or(|b| {
+                let bt = self.thread(b);
+                th.priority.is_more_urgent_than(bt.priority)
+                    || (th.priority == bt.priority && th.seq < bt.seq)
+            });
+            if better {
+                best = Some(t);
+            }
+        }
+        best
     }
 
     fn check_thread(&self, t: ThreadId) -> Result<(), InvariantViolation> {

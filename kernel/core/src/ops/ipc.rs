@@ -1,4 +1,5 @@
-//! Synchronous IPC over endpoints: Send, Call, Recv and Reply. A message is
+//! Synchronous IPC over endpoints: Send, Call, Recv, Reply and ReplyRecv (a server's
+//! Reply and its next Recv in one trap). A message is
 //! four register words, a badge, an optional bounded copy of bytes and an optional
 //! capability transfer, and it is delivered whole or not at all. Both sides are
 //! re-validated at the moment of delivery (a MemObj cap may have been revoked while a
@@ -41,6 +42,14 @@ struct RecvPart {
     ptr: u32,
     len: u32,
     slot: Option<CapRef>,
+}
+
+/// The receiver's results for `words`: a1..a4, and the badge in a5 when given.
+fn message([w0, w1, w2, w3]: [u32; 4], badge: Option<u32>) -> Results {
+    match badge {
+        Some(b) => Results::of(&[w0, w1, w2, w3, b]),
+        None => Results::of(&[w0, w1, w2, w3]),
+    }
 }
 
 impl Kernel {
@@ -123,6 +132,13 @@ impl Kernel {
         r: ThreadId,
         badge: Option<u32>,
     ) -> Result<Results, Party> {
+        // A register-only message (no descriptor on either side), the common case:
+        // no memory to validate or copy, no capability to move.
+        let sc = &self.thread(s).ctx;
+        if sc.arg(5) == 0 && self.thread(r).ctx.arg(5) == 0 {
+            let words = [sc.arg(1), sc.arg(2), sc.arg(3), sc.arg(4)];
+            return Ok(message(words, badge));
+        }
         let sp = self.send_part(mem, s).map_err(Party::Sender)?;
         let rp = self.recv_part(mem, r).map_err(Party::Receiver)?;
         let transfer = match (sp.cap, rp.slot) {
@@ -161,11 +177,7 @@ impl Kernel {
             // OUT_OFFSET + 12 == IPC_DESC_SIZE.
             mem.write(rp.desc.wrapping_add(IpcDesc::OUT_OFFSET), &out);
         }
-        let [w0, w1, w2, w3] = sp.words;
-        Ok(match badge {
-            Some(b) => Results::of(&[w0, w1, w2, w3, b]),
-            None => Results::of(&[w0, w1, w2, w3]),
-        })
+        Ok(message(sp.words, badge))
     }
 
     /// `Send` / `Call` on endpoint slot a0: needs WRITE. Delivers to the oldest waiting
@@ -181,12 +193,15 @@ impl Kernel {
             Ok((_, cap)) => cap,
             Err(e) => return Outcome::err(e),
         };
-        if let Err(e) = self.send_part(mem, t) {
-            return Outcome::err(e);
-        }
-        if call {
-            if let Err(e) = self.recv_part(mem, t) {
+        // Without a descriptor (a5 = 0) both parts are the words alone: nothing to check.
+        if self.thread(t).ctx.arg(5) != 0 {
+            if let Err(e) = self.send_part(mem, t) {
                 return Outcome::err(e);
+            }
+            if call {
+                if let Err(e) = self.recv_part(mem, t) {
+                    return Outcome::err(e);
+                }
             }
         }
         let ep = cap.obj;
@@ -231,8 +246,10 @@ impl Kernel {
             Ok((_, cap)) => cap.obj,
             Err(e) => return Outcome::err(e),
         };
-        if let Err(e) = self.recv_part(mem, t) {
-            return Outcome::err(e);
+        if self.thread(t).ctx.arg(5) != 0 {
+            if let Err(e) = self.recv_part(mem, t) {
+                return Outcome::err(e);
+            }
         }
         self.drop_reply(t);
         loop {
@@ -281,6 +298,22 @@ impl Kernel {
                 Outcome::ok()
             }
         }
+    }
+
+    /// `ReplyRecv` on endpoint slot a0: gives the reply `t` owes (words a1..a4, the
+    /// send half of descriptor a5) as `Reply` does, then receives on a0 as `Recv` does
+    /// (the receive half of a5), in one trap, so that a server's loop costs one syscall
+    /// per request. With no reply owed it is a `Recv`. When the reply fails on the
+    /// server's side (its own message or descriptor is invalid), that error is
+    /// returned, the caller keeps waiting and nothing is received; a caller whose
+    /// buffers turned invalid gets the error, as with `Reply`, and the receive goes on.
+    pub(crate) fn sys_reply_recv(&mut self, mem: &mut impl UserMemory, t: ThreadId) -> Outcome {
+        if self.thread(t).reply_to.is_some() {
+            if let Outcome::Done(Err(e)) = self.sys_reply(mem, t) {
+                return Outcome::err(e);
+            }
+        }
+        self.sys_recv(mem, t)
     }
 
     /// Forgets the reply `t` owes, waking that caller with `PeerGone`.

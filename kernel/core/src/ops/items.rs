@@ -125,6 +125,7 @@ impl Kernel {
             .unwrap_or(0);
         self.booted = true;
         self.bump_memory_epoch();
+        self.rebuild_sched_index();
         self.schedule();
         self.check_invariants().map_err(RestoreError::Inconsistent)
     }

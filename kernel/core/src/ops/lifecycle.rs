@@ -49,8 +49,8 @@ impl Kernel {
     /// stay; its commit watch ends). A caller waiting for its reply gets `PeerGone`.
     pub(crate) fn exit_thread(&mut self, t: ThreadId, code: u32) {
         self.release_partners(t);
+        self.set_state(t, ThreadState::Exited);
         let th = self.thread_mut(t);
-        th.state = ThreadState::Exited;
         th.exit_code = code;
         th.watch = None;
         log::info!(

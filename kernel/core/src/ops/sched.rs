@@ -1,15 +1,33 @@
 //! The scheduler: fixed priorities (smaller number = more urgent), round robin within a
-//! priority, preemption on every tick. There is no run queue to keep consistent: the
-//! ready threads and their order are read from thread states and `seq`. This file must
-//! never change what a thread is blocked on, only whether and when it runs.
+//! priority, preemption on every tick. The ready threads and their order are read from
+//! thread states and `seq`; the scheduler's index (`ready.rs`) says where to look, so a
+//! pick reads the ready threads of the most urgent level only (usually one), not the
+//! whole arena. Every change of a thread's state goes through [`Kernel::set_state`],
+//! which keeps the index equal to the states. This file must never change what a
+//! thread is blocked on, only whether and when it runs.
 
 use super::outcome::{write_results, Results};
 use crate::{
     abi::Error,
-    ids::ThreadId,
+    ids::{ObjId, ThreadId},
     kernel::Kernel,
     obj::{Block, ThreadState},
+    ready::{bits, IndexSet, Listed, ThreadIndex},
 };
+
+/// How the scheduler's index lists a thread in `state`.
+fn listed(state: ThreadState) -> Listed {
+    match state {
+        ThreadState::Ready => Listed::Ready,
+        ThreadState::Blocked(_) => Listed::Blocked,
+        ThreadState::Exited => Listed::Neither,
+    }
+}
+
+/// The threads of `set`.
+fn threads_in(set: IndexSet) -> impl Iterator<Item = ThreadId> {
+    bits(set).filter_map(|i| ObjId::from_index(i).map(ThreadId))
+}
 
 impl Kernel {
     /// The next sequence number (orders queues; a u64 never wraps in practice and
@@ -19,23 +37,57 @@ impl Kernel {
         self.seq
     }
 
+    /// Sets the state of `t` (keeping its `seq`) and lists it in the scheduler's index:
+    /// the one way a thread's state changes.
+    #[inline]
+    pub(crate) fn set_state(&mut self, t: ThreadId, state: ThreadState) {
+        self.enter_state(t, state, None);
+    }
+
+    /// Sets the state of `t`, and its `seq` when given (one arena access: this runs on
+    /// every IPC), and lists it in the scheduler's index.
+    #[inline]
+    fn enter_state(&mut self, t: ThreadId, state: ThreadState, seq: Option<u64>) {
+        let th = self.thread_mut(t);
+        th.state = state;
+        if let Some(s) = seq {
+            th.seq = s;
+        }
+        let p = th.priority;
+        self.sched_index.set(t.index(), p, listed(state));
+        self.sched_changes = self.sched_changes.wrapping_add(1);
+    }
+
+    /// Builds the scheduler's index from the threads' states (boot, restore).
+    pub(crate) fn rebuild_sched_index(&mut self) {
+        self.sched_index = self.thread_index_from_states();
+    }
+
+    /// The scheduler's index as the threads' states make it (also what the invariants
+    /// compare the kept one with).
+    pub(crate) fn thread_index_from_states(&self) -> ThreadIndex {
+        let mut x = ThreadIndex::EMPTY;
+        for t in self.thread_ids() {
+            let th = self.thread(t);
+            x.set(t.index(), th.priority, listed(th.state));
+        }
+        x
+    }
+
     /// Makes `t` runnable at the back of its priority's round robin.
     pub(crate) fn make_ready(&mut self, t: ThreadId) {
         let s = self.next_seq();
-        let th = self.thread_mut(t);
-        th.state = ThreadState::Ready;
-        th.seq = s;
+        self.enter_state(t, ThreadState::Ready, Some(s));
     }
 
     /// Blocks `t` on `b`, at the back of that wait queue.
     pub(crate) fn block(&mut self, t: ThreadId, b: Block) {
         let s = self.next_seq();
-        let th = self.thread_mut(t);
-        th.state = ThreadState::Blocked(b);
-        th.seq = s;
+        self.enter_state(t, ThreadState::Blocked(b), Some(s));
     }
 
     /// Ends a blocking call of `t` with `r` (written to a0..a5) and makes it runnable.
+    #[inline]
     pub(crate) fn wake(&mut self, t: ThreadId, r: Result<Results, Error>) {
         write_results(&mut self.thread_mut(t).ctx.regs, r);
         self.make_ready(t);
@@ -43,7 +95,7 @@ impl Kernel {
 
     /// The oldest thread whose block matches `f`: the head of a derived wait queue.
     pub(crate) fn oldest_blocked(&self, f: impl Fn(Block) -> bool) -> Option<ThreadId> {
-        self.thread_ids()
+        threads_in(self.sched_index.blocked())
             .filter(|&t| matches!(self.thread(t).state, ThreadState::Blocked(b) if f(b)))
             .min_by_key(|&t| self.thread(t).seq)
     }
@@ -70,24 +122,13 @@ impl Kernel {
 
     /// The most urgent ready thread among those `eligible` accepts, and among equals
     /// the one ready the longest.
+    #[inline]
     fn most_urgent(&self, eligible: impl Fn(ThreadId) -> bool) -> Option<ThreadId> {
-        let mut best: Option<ThreadId> = None;
-        for t in self.thread_ids() {
-            let th = self.thread(t);
-            if th.state != ThreadState::Ready || !eligible(t) {
-                continue;
-            }
-            best = match best {
-                None => Some(t),
-                Some(b) => {
-                    let bt = self.thread(b);
-                    let better = th.priority.is_more_urgent_than(bt.priority)
-                        || (th.priority == bt.priority && th.seq < bt.seq);
-                    Some(if better { t } else { b })
-                }
-            };
-        }
-        best
+        self.sched_index.ready_by_urgency().find_map(|set| {
+            threads_in(set)
+                .filter(|&t| eligible(t))
+                .min_by_key(|&t| self.thread(t).seq)
+        })
     }
 
     /// Round robin: the running thread goes to the back of its priority, then the most

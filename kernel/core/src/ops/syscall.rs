@@ -1,5 +1,6 @@
 //! Syscall dispatch: decodes a7/a0..a5 of the current thread, checks the number, runs
-//! the call, writes a0 (status) and the results, and reschedules. Each call's checks
+//! the call, writes a0 (status) and the results, and reschedules when the call changed
+//! who may run. Each call's checks
 //! live with its object type; this file must never touch user memory or capabilities
 //! itself, only route.
 
@@ -30,6 +31,8 @@ impl Kernel {
             ctx.arg(4),
             ctx.arg(5),
         ];
+        let changes = self.sched_changes;
+        let phase = self.persist_active();
         let outcome = match Sysno::from_u32(nr) {
             Some(s) => self.dispatch(t, s, a, mem, plat),
             None => Outcome::err(Error::BadSyscall),
@@ -37,7 +40,13 @@ impl Kernel {
         if let Outcome::Done(r) = outcome {
             write_results(&mut self.thread_mut(t).ctx.regs, r);
         }
-        self.schedule();
+        // Who runs depends on the scheduler's index and the ready threads' `seq` (both
+        // change only in `set_state`, which counts) and, in a persist phase, on who
+        // serves it. With neither, `current` (the pick before this call) is still the
+        // pick, and the call that changed nothing returns to its caller at once.
+        if self.sched_changes != changes || phase || self.persist_active() {
+            self.schedule();
+        }
     }
 
     fn dispatch(
@@ -63,6 +72,7 @@ impl Kernel {
             Sysno::Call => self.sys_send(mem, t, true),
             Sysno::Recv => self.sys_recv(mem, t),
             Sysno::Reply => self.sys_reply(mem, t),
+            Sysno::ReplyRecv => self.sys_reply_recv(mem, t),
             Sysno::Signal => self.sys_signal(t, a[0], a[1]),
             Sysno::Wait => self.sys_wait(t, a[0], true),
             Sysno::Poll => self.sys_wait(t, a[0], false),

@@ -1,5 +1,5 @@
 //! bench: measures the cost of a null syscall and of an IPC round trip (Call to an
-//! echo server and its Reply), in retired instructions counted by `minstret` (the whole
+//! echo server and its ReplyRecv), in retired instructions counted by `minstret` (the whole
 //! hart: user and kernel), under `-icount shift=0,sleep=off`, where they are exact and
 //! repeat; without it (`amber_user::counters_exact`) it says so and measures nothing.
 //! It prints figures; it never judges them.
@@ -40,5 +40,5 @@ fn main() {
         let _ = call_ep(ECHO, [1, 2, 3, 4], None);
     });
     println!("bench: null syscall {null_cost} instructions (mean of {N})");
-    println!("bench: IPC round trip {ipc_cost} instructions (Call + Recv + Reply, mean of {N})");
+    println!("bench: IPC round trip {ipc_cost} instructions (Call + ReplyRecv, 4 words, two task switches, mean of {N})");
 }

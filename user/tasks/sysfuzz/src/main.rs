@@ -89,7 +89,8 @@ fn main() {
                 *a = 0;
             }
         }
-        let blocking = [Sysno::Recv, Sysno::Wait, Sysno::IrqWait].map(|s| s as u32);
+        let blocking =
+            [Sysno::Recv, Sysno::ReplyRecv, Sysno::Wait, Sysno::IrqWait].map(|s| s as u32);
         if nr == Sysno::Exit as u32 || (blocking.contains(&nr) && could_block(args[0])) {
             skipped += 1;
             continue;

@@ -1,0 +1,148 @@
+//! The scheduler's index of thread states: which threads are ready, by priority, and
+//! which are blocked, as bit sets over arena indices. It is derived state (rebuilt from
+//! the threads at boot and restore, never checkpointed) that lets the scheduler and the
+//! wait queues look at a few set bits instead of scanning all `MAX_OBJECTS` arena
+//! entries on every syscall. It must never decide anything: `ops/sched.rs` owns the
+//! policy and keeps this index equal to the threads' states (which
+//! `Kernel::check_invariants` verifies against a full scan).
+
+use crate::{ids::Priority, MAX_OBJECTS, NUM_PRIORITIES};
+
+// One bit per arena entry.
+const _: () = assert!(MAX_OBJECTS <= 64);
+
+/// A set of arena indices.
+pub(crate) type IndexSet = u64;
+
+/// What the index knows of a thread: the one thing each state means to the scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Listed {
+    /// In the ready set of its priority.
+    Ready,
+    /// In the blocked set (the wait queues are the blocked threads, by what they block on).
+    Blocked,
+    /// In neither (exited).
+    Neither,
+}
+
+/// Ready threads by priority level, and blocked threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ThreadIndex {
+    /// `ready[level]`: the ready threads of that priority level.
+    ready: [IndexSet; NUM_PRIORITIES as usize],
+    /// Bit `level` set when `ready[level]` is not empty.
+    levels: u8,
+    /// Every blocked thread.
+    blocked: IndexSet,
+}
+
+// `levels` has one bit per priority.
+const _: () = assert!(NUM_PRIORITIES <= 8);
+
+impl ThreadIndex {
+    /// No thread listed.
+    pub(crate) const EMPTY: ThreadIndex = ThreadIndex {
+        ready: [0; NUM_PRIORITIES as usize],
+        levels: 0,
+        blocked: 0,
+    };
+
+    /// Lists the thread at arena index `i` (of priority `p`) as `what`, wherever it was.
+    #[inline]
+    pub(crate) fn set(&mut self, i: usize, p: Priority, what: Listed) {
+        let bit: IndexSet = 1 << i;
+        let level = usize::from(p.level());
+        // A thread's priority never changes, so it can only be in its own level's set.
+        let r = &mut self.ready[level];
+        *r &= !bit;
+        self.blocked &= !bit;
+        match what {
+            Listed::Ready => *r |= bit,
+            Listed::Blocked => self.blocked |= bit,
+            Listed::Neither => {}
+        }
+        if *r == 0 {
+            self.levels &= !(1 << level);
+        } else {
+            self.levels |= 1 << level;
+        }
+    }
+
+    /// The ready sets that are not empty, most urgent first.
+    #[inline]
+    pub(crate) fn ready_by_urgency(&self) -> impl Iterator<Item = IndexSet> + '_ {
+        bits(IndexSet::from(self.levels)).map(|level| self.ready[level])
+    }
+
+    /// The blocked threads.
+    #[inline]
+    pub(crate) fn blocked(&self) -> IndexSet {
+        self.blocked
+    }
+}
+
+/// The indices in `set`, in increasing order.
+#[inline]
+pub(crate) fn bits(mut set: IndexSet) -> impl Iterator<Item = usize> {
+    core::iter::from_fn(move || {
+        if set == 0 {
+            return None;
+        }
+        let i = lowest(set);
+        set &= set - 1;
+        Some(i)
+    })
+}
+
+/// The lowest index in the nonempty `set`, in two 32-bit halves: RV32 has no 64-bit
+/// count, and the compiler's 64-bit one costs about twice as much.
+#[inline]
+fn lowest(set: IndexSet) -> usize {
+    let low = set as u32;
+    if low != 0 {
+        low.trailing_zeros() as usize
+    } else {
+        32 + ((set >> 32) as u32).trailing_zeros() as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bits, Listed, ThreadIndex};
+    use crate::ids::Priority;
+
+    fn p(level: u8) -> Priority {
+        Priority::new(level).unwrap()
+    }
+
+    #[test]
+    fn threads_move_between_sets_and_levels_follow_their_sets() {
+        let mut x = ThreadIndex::EMPTY;
+        x.set(3, p(2), Listed::Ready);
+        x.set(9, p(0), Listed::Ready);
+        x.set(5, p(2), Listed::Blocked);
+        assert_eq!(
+            x.ready_by_urgency().collect::<Vec<_>>(),
+            [1 << 9, 1 << 3],
+            "the most urgent level first"
+        );
+        assert_eq!(x.blocked(), 1 << 5);
+        x.set(9, p(0), Listed::Blocked);
+        x.set(5, p(2), Listed::Ready);
+        assert_eq!(x.ready_by_urgency().collect::<Vec<_>>(), [1 << 3 | 1 << 5]);
+        assert_eq!(x.blocked(), 1 << 9);
+        x.set(3, p(2), Listed::Neither);
+        x.set(5, p(2), Listed::Neither);
+        x.set(9, p(0), Listed::Neither);
+        assert_eq!(x, ThreadIndex::EMPTY);
+    }
+
+    #[test]
+    fn bits_lists_every_set_index_in_order() {
+        assert_eq!(bits(0).count(), 0);
+        assert_eq!(
+            bits(1 | 1 << 7 | 1 << 31 | 1 << 32 | 1 << 63).collect::<Vec<_>>(),
+            [0, 7, 31, 32, 63]
+        );
+    }
+}
