@@ -47,6 +47,7 @@ pub extern "C" fn kmain(_hartid: usize, dtb: usize) -> ! {
         task::check_app();
     }
     let window = board::find_nvm().unwrap_or_else(|e| fatal(ExitCode::NoNvmDevice, e));
+    crate::cut::set_energy(args.energy, args.warn);
     let mut nvm = CutNvm::new(window, args.cut, power_cut);
     let (mut header, how) = open_nvm(&mut nvm, args.format);
 

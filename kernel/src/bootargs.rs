@@ -14,6 +14,10 @@
 //! |                        | first store traps; default) or `copy` (copy every checkpoint) |
 //! | `amber.pfi=V`          | power-failure interrupt when checkpoint V (from 2) is due: |
 //! |                        | it joins V's persist phase, as a PFI arriving then would |
+//! | `amber.energy=B`       | the energy left at the power-failure interrupt lasts B   |
+//! |                        | instructions: the machine dies (as at brown-out) at the first |
+//! |                        | kernel NVM store after them, before it lands (`cargo xtask harvest`) |
+//! | `amber.warn=T`         | power-failure interrupt at timer tick T after boot (10 ms each) |
 //! | `amber.icount`         | QEMU runs with `-icount`: `minstret` counts instructions |
 //! |                        | exactly (amber-qemu adds it); without it costs are host time |
 //!
@@ -70,6 +74,10 @@ pub struct BootArgs {
     pub memtrack: MemTrack,
     /// Raise the power-failure interrupt when this checkpoint version is due.
     pub pfi: Option<u64>,
+    /// Instructions the machine lasts after the power-failure interrupt.
+    pub energy: Option<u64>,
+    /// Raise the power-failure interrupt at this timer tick since boot.
+    pub warn: Option<u64>,
     /// The instruction counter is exact (QEMU `-icount`).
     pub icount: bool,
 }
@@ -83,6 +91,8 @@ impl Default for BootArgs {
             cut: None,
             memtrack: MemTrack::Protect,
             pfi: None,
+            energy: None,
+            warn: None,
             icount: false,
         }
     }
@@ -124,7 +134,9 @@ impl fmt::Display for BootArgError<'_> {
 }
 
 /// The options, in the order of [`parse`]'s table; each may be given once.
-const OPTIONS: [&str; 7] = ["format", "icount", "log", "test", "cut", "memtrack", "pfi"];
+const OPTIONS: [&str; 9] = [
+    "format", "icount", "log", "test", "cut", "memtrack", "pfi", "energy", "warn",
+];
 
 /// Parses a kernel command line (the bytes of `/chosen/bootargs`, without its NUL).
 pub fn parse(cmdline: &[u8]) -> Result<BootArgs, BootArgError<'_>> {
@@ -166,6 +178,8 @@ pub fn parse(cmdline: &[u8]) -> Result<BootArgs, BootArgError<'_>> {
             ("cut", Some(v)) => args.cut = Some(parse_cut(v).ok_or_else(bad)?),
             ("memtrack", Some("protect")) => args.memtrack = MemTrack::Protect,
             ("memtrack", Some("copy")) => args.memtrack = MemTrack::Copy,
+            ("energy", Some(v)) => args.energy = Some(v.parse().map_err(|_| bad())?),
+            ("warn", Some(v)) => args.warn = Some(v.parse().map_err(|_| bad())?),
             ("pfi", Some(v)) => {
                 args.pfi = Some(v.parse().ok().filter(|&v: &u64| v >= 2).ok_or_else(bad)?)
             }
@@ -254,6 +268,9 @@ mod tests {
         );
         assert_eq!(parse(b"").unwrap().memtrack, MemTrack::Protect);
         assert_eq!(parse(b"amber.pfi=42").unwrap().pfi, Some(42));
+        assert_eq!(parse(b"amber.energy=900").unwrap().energy, Some(900));
+        assert!(parse(b"amber.energy=lots").is_err());
+        assert_eq!(parse(b"amber.warn=7").unwrap().warn, Some(7));
     }
 
     #[test]

@@ -3,10 +3,78 @@
 //! exactly as a power failure in the middle of that store would.
 //!
 //! The crash harness uses it to cut at chosen stores, reproducibly; SIGKILL of QEMU
-//! gives the random instants. This wrapper must never change a store it does not cut.
+//! gives the random instants. `amber.energy=B` (the harvesting harness) cuts by energy
+//! instead: the power-failure interrupt arms a deadline B instructions later, and the
+//! first store at or after it is not made (the capacitor reached brown-out while the
+//! persist or the checkpoint was still going); `amber.warn=T` raises that interrupt at
+//! tick T, as the harness's capacitor model reaches its warning voltage. This wrapper
+//! must never change a store it does not cut.
 
 use crate::bootargs::CutAt;
 use amber_nvm::{Nvm, NvmError};
+
+/// The energy cut's state (target only: it reads `minstret`; host tests have no
+/// power-failure interrupt, so nothing ever arms it there).
+#[cfg(target_os = "none")]
+mod energy {
+    /// `amber.energy`: instructions the machine lasts after the interrupt.
+    static ENERGY: spin::Mutex<Option<u64>> = spin::Mutex::new(None);
+    /// The `minstret` value from which no store lands, once the interrupt armed it.
+    static BROWN_OUT: spin::Mutex<Option<u64>> = spin::Mutex::new(None);
+    /// `amber.warn`: the tick since boot of the power-failure interrupt, until raised.
+    static WARN: spin::Mutex<Option<u64>> = spin::Mutex::new(None);
+
+    pub fn set(budget: Option<u64>, warn: Option<u64>) {
+        *ENERGY.lock() = budget;
+        *WARN.lock() = warn;
+    }
+
+    pub fn warn_due(tick: u64) -> bool {
+        WARN.lock().take_if(|&mut at| tick >= at).is_some()
+    }
+
+    pub fn arm() {
+        if let Some(b) = *ENERGY.lock() {
+            let mut at = BROWN_OUT.lock();
+            if at.is_none() {
+                *at = Some(riscv::register::minstret::read64().saturating_add(b));
+            }
+        }
+    }
+
+    pub fn spent() -> bool {
+        BROWN_OUT
+            .lock()
+            .is_some_and(|at| riscv::register::minstret::read64() >= at)
+    }
+}
+
+#[cfg(not(target_os = "none"))]
+mod energy {
+    pub fn spent() -> bool {
+        false
+    }
+}
+
+/// Sets the energy the power-failure interrupt leaves (boot option `amber.energy`)
+/// and the tick it comes at (`amber.warn`).
+#[cfg(target_os = "none")]
+pub fn set_energy(budget: Option<u64>, warn: Option<u64>) {
+    energy::set(budget, warn)
+}
+
+/// Whether the power-failure interrupt `amber.warn` names is due at `tick` (timer
+/// ticks since boot); true once.
+#[cfg(target_os = "none")]
+pub fn warn_due(tick: u64) -> bool {
+    energy::warn_due(tick)
+}
+
+/// The power-failure interrupt: arms the energy cut, if there is one, from now.
+#[cfg(target_os = "none")]
+pub fn arm_energy() {
+    energy::arm()
+}
 
 /// An `Nvm` that may be cut at one store.
 pub struct CutNvm<N> {
@@ -49,6 +117,10 @@ impl<N: Nvm> Nvm for CutNvm<N> {
                 let keep = cut.keep.min(data.len());
                 // A failed torn write changes nothing the cut would not.
                 let _ = self.inner.write(offset, &data[..keep]);
+                self.inner.fence();
+                (self.stop)()
+            }
+            _ if energy::spent() => {
                 self.inner.fence();
                 (self.stop)()
             }

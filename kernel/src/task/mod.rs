@@ -317,6 +317,7 @@ fn power_failure(k: &mut Kernel) {
         board::exit_success()
     }
     let start = cost::stamp();
+    crate::cut::arm_energy();
     if let Some(phase) = PHASE.lock().as_mut() {
         info!(
             "power failure: persist callbacks are already persisting; the checkpoint follows them"
@@ -406,6 +407,9 @@ pub fn interrupt(code: usize) {
             };
             if due {
                 checkpoint_due(&mut k, "periodic");
+            }
+            if crate::cut::warn_due(board::ticks() as u64) {
+                power_failure(&mut k);
             }
             persist_progress(&mut k);
         }
