@@ -8,6 +8,7 @@
 
 mod app;
 mod gdb;
+mod harvest;
 mod validate;
 
 use amber_qemu::{check_nvm_size, ensure_nvm_image, find_qemu, Console, Machine, DEFAULT_NVM_SIZE};
@@ -44,6 +45,11 @@ commands:
       --crash-cycles N  crash-and-reboot cycles per workload (default 100)
   inspect [IMAGE]       decode and verify an NVM image with nvm-inspect (default
                         target/amber/nvm.img, the one `run` uses)
+  harvest --app APP --trace FILE [--cap UF] [--cycles N] [--no-build]
+                        run APP on harvested energy (capacitor model on the host, QEMU
+                        -icount per power cycle); traces in tools/xtask/traces/; default
+                        capacitor: the smallest the declared bound needs; SVG in
+                        target/amber/harvest
 ";
 
 fn main() -> ExitCode {
@@ -58,6 +64,7 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("bench") => bench(),
         Some("inspect") => inspect(&args[1..]),
+        Some("harvest") => harvest::run(&args[1..], build_app),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())
