@@ -475,7 +475,8 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
 fn plot(samples: &[(f64, f64)], r: &Run, end: f64, title: &str) -> String {
     let (w, h, m) = (900.0, 320.0, 50.0);
     let x = |t: f64| m + (w - 2.0 * m) * t / end.max(1e-9);
-    let y = |v: f64| h - m - (h - 2.0 * m) * (v / 4.0);
+    // 2.8 to 3.8 V: where the cycles are (the first charge from 0 V is clipped).
+    let y = |v: f64| h - m - (h - 2.0 * m) * (v.clamp(2.8, 3.8) - 2.8);
     let mut s = String::new();
     let _ = writeln!(
         s,
