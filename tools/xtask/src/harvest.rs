@@ -224,6 +224,9 @@ struct Run {
     completed: u32,
     cut_short: u32,
     sustained: u32,
+    /// Cycles whose modelled on-phase was shorter than one tick: the warning came at
+    /// tick 1, after the model's V_warn.
+    late: u32,
     lost: Vec<u64>,
     /// Marks for the SVG.
     marks: Vec<(f64, f64, Mark)>,
@@ -389,6 +392,9 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         let (t, v) = (m.t, m.v);
         let ran = ((t - t_on) * CPU_HZ) as u64;
         let ticks = (ran / TICK_INSTR).max(1);
+        if ran < TICK_INSTR {
+            r.late += 1;
+        }
         if v > V_WARN {
             r.sustained += 1;
         }
@@ -449,6 +455,14 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         "harvest: {} power cycles ({} sustained by the harvest until the harness warned), {} checkpoints completed after the warning, {} cut short by the energy (each next boot recovered the checkpoint before), 0 violations",
         r.cycles, r.sustained, r.completed, r.cut_short
     );
+    if r.late > 0 {
+        println!(
+            "harvest: {} cycles warned late: at {:.0} µF the capacitor holds less than one timer tick ({} instructions) between V_on and V_warn, and the harness raises the warning at a tick, so the energy was below V_warn by then; a larger --cap follows the model's timing",
+            r.late,
+            cap * 1e6,
+            TICK_INSTR
+        );
+    }
     println!(
         "harvest: forward progress {:.2} % ({done:.0} of {continuous:.0} work units on continuous power over {:.0} s; on {:.1} % of the time), work lost per failure {lost_mean:.1} units (mean)",
         if continuous > 0.0 { 100.0 * done / continuous } else { 0.0 },
