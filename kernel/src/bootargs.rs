@@ -14,6 +14,10 @@
 //! |                        | first store traps; default) or `copy` (copy every checkpoint) |
 //! | `amber.pfi=V`          | power-failure interrupt when checkpoint V (from 2) is due: |
 //! |                        | it joins V's persist phase, as a PFI arriving then would |
+//! | `amber.energy=B`       | the energy left at the power-failure interrupt lasts B   |
+//! |                        | instructions: the machine dies (as at brown-out) at the first |
+//! |                        | kernel NVM store after them, before it lands (`cargo xtask harvest`) |
+//! | `amber.warn=T`         | power-failure interrupt at timer tick T after boot (10 ms each) |
 //! | `amber.icount`         | QEMU runs with `-icount`: `minstret` counts instructions |
 //! |                        | exactly (amber-qemu adds it; the QEMU board reads it) |
 //! | `amber.nvm-bus=BUS`    | `mmio` (default) or `spi`: how the board reaches its NVM |
@@ -64,6 +68,10 @@ pub struct BootArgs {
     pub memtrack: MemTrack,
     /// Raise the power-failure interrupt when this checkpoint version is due.
     pub pfi: Option<u64>,
+    /// Instructions the machine lasts after the power-failure interrupt.
+    pub energy: Option<u64>,
+    /// Raise the power-failure interrupt at this timer tick since boot.
+    pub warn: Option<u64>,
 }
 
 impl Default for BootArgs {
@@ -75,6 +83,8 @@ impl Default for BootArgs {
             cut: None,
             memtrack: MemTrack::Protect,
             pfi: None,
+            energy: None,
+            warn: None,
         }
     }
 }
@@ -115,8 +125,8 @@ impl fmt::Display for BootArgError<'_> {
 }
 
 /// The options, in the order of [`parse`]'s table; each may be given once.
-const OPTIONS: [&str; 8] = [
-    "format", "icount", "log", "test", "cut", "memtrack", "pfi", "nvm-bus",
+const OPTIONS: [&str; 10] = [
+    "format", "icount", "log", "test", "cut", "memtrack", "pfi", "nvm-bus", "energy", "warn",
 ];
 
 /// Parses a kernel command line (the bytes of `/chosen/bootargs`, without its NUL).
@@ -161,6 +171,8 @@ pub fn parse(cmdline: &[u8]) -> Result<BootArgs, BootArgError<'_>> {
             ("cut", Some(v)) => args.cut = Some(parse_cut(v).ok_or_else(bad)?),
             ("memtrack", Some("protect")) => args.memtrack = MemTrack::Protect,
             ("memtrack", Some("copy")) => args.memtrack = MemTrack::Copy,
+            ("energy", Some(v)) => args.energy = Some(v.parse().map_err(|_| bad())?),
+            ("warn", Some(v)) => args.warn = Some(v.parse().map_err(|_| bad())?),
             ("pfi", Some(v)) => {
                 args.pfi = Some(v.parse().ok().filter(|&v: &u64| v >= 2).ok_or_else(bad)?)
             }
@@ -250,6 +262,9 @@ mod tests {
         );
         assert_eq!(parse(b"").unwrap().memtrack, MemTrack::Protect);
         assert_eq!(parse(b"amber.pfi=42").unwrap().pfi, Some(42));
+        assert_eq!(parse(b"amber.energy=900").unwrap().energy, Some(900));
+        assert!(parse(b"amber.energy=lots").is_err());
+        assert_eq!(parse(b"amber.warn=7").unwrap().warn, Some(7));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::board::{Board, Chosen};
 use crate::bootargs::{self, Mode};
 use crate::exit::ExitCode;
 use crate::system::{self, SystemNvm};
-use crate::{arch, console, heap};
+use crate::{arch, console, energy, heap};
 use alloc::vec::Vec;
 use amber_format::{FormatPolicy, NvmHeader, Opened};
 use amber_nvm::CutNvm;
@@ -54,7 +54,8 @@ extern "C" fn kmain(a0: usize, a1: usize) -> ! {
         system::check_app();
     }
     let device = Chosen::nvm().unwrap_or_else(|e| fatal(ExitCode::NoNvmDevice, e));
-    let mut nvm = CutNvm::new(device, args.cut, power_cut);
+    energy::set(args.energy, args.warn);
+    let mut nvm = CutNvm::new(device, args.cut, power_cut).with_brown_out(energy::spent);
     let (mut header, how) = open_nvm(&mut nvm, args.format);
 
     Chosen::start_interrupts();

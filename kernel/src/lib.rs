@@ -47,6 +47,8 @@ mod console;
 #[cfg(target_os = "none")]
 mod cost;
 #[cfg(target_os = "none")]
+mod energy;
+#[cfg(target_os = "none")]
 mod heap;
 #[cfg(target_os = "none")]
 mod kmain;

@@ -3,7 +3,10 @@
 //! exactly as a power failure in the middle of that store would (the kernel's boot
 //! option `amber.cut=K:B`). The crash harness uses it to cut at chosen stores,
 //! reproducibly; SIGKILL of QEMU gives the random instants. (The host's [`crate::sim`]
-//! cuts simulated devices.) This wrapper must never change a store it does not cut.
+//! cuts simulated devices.) A brown-out hook (`with_brown_out`, the harvesting
+//! harness's energy budget) cuts instead at the first store made once it says the
+//! energy is spent, before any of its bytes land. This wrapper must never change a
+//! store it does not cut.
 
 use crate::{Nvm, NvmError};
 
@@ -21,6 +24,7 @@ pub struct CutNvm<N> {
     stores: u64,
     cut: Option<CutAt>,
     stop: fn() -> !,
+    brown_out: Option<fn() -> bool>,
 }
 
 impl<N: Nvm> CutNvm<N> {
@@ -31,6 +35,16 @@ impl<N: Nvm> CutNvm<N> {
             stores: 0,
             cut,
             stop,
+            brown_out: None,
+        }
+    }
+
+    /// Also stops, with nothing of the store written, at every store made once
+    /// `spent` says the energy is gone.
+    pub fn with_brown_out(self, spent: fn() -> bool) -> Self {
+        CutNvm {
+            brown_out: Some(spent),
+            ..self
         }
     }
 
@@ -61,6 +75,10 @@ impl<N: Nvm> Nvm for CutNvm<N> {
                 let keep = cut.keep.min(data.len());
                 // A failed torn write changes nothing the cut would not.
                 let _ = self.inner.write(offset, &data[..keep]);
+                self.inner.fence();
+                (self.stop)()
+            }
+            _ if self.brown_out.is_some_and(|spent| spent()) => {
                 self.inner.fence();
                 (self.stop)()
             }

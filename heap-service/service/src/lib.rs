@@ -22,8 +22,9 @@ mod stats;
 mod storage;
 
 pub use bound::{
-    max_dirty_for_ring, persist_bound, persist_work, phase_bound, reload_work, request_work,
-    ring_overhead, ring_reserve, InstrModel, PersistBound, Work,
+    apply_instructions, max_dirty_for_ring, persist_bound, persist_work, phase_bound, reload_work,
+    request_extra_work, request_work, ring_overhead, ring_reserve, InstrModel, PersistBound,
+    PhaseBound, Work,
 };
 pub use service::{Service, MAX_IDS};
 pub use stats::{Overrun, PersistCost, PersistLog};

@@ -350,9 +350,10 @@ pub struct WcecBound {
 ///   held by a writer at most `ceil(n / 256)`) and, if it was created since the last
 ///   persist, its 16-byte half; a free's dead half is one 16-byte write. An object of
 ///   `n` bytes so costs at most `ceil(n / 256) + 1` writes for `n + H` bytes of budget,
-///   never more than 2 writes per 17 bytes, and a free 1 write per 16: at most
-///   `2 floor(M / 17)` writes, plus one if the remainder `M mod 17` holds a free, and
-///   at most `M` bytes. Then flush, the commit record (`R = 32 + 4 ceil(N / 32)` bytes
+///   never more than 2 writes per 17 bytes, and a free 1 write per 16. Each of the
+///   `N` ids is at most one of them (a freed id is reused only after its dead half is
+///   written): at most `2n + f` writes for `n = min(floor(M / 17), N)` objects and
+///   `f = min(floor((M - 17n) / 16), N - n)` frees, and at most `M` bytes. Then flush, the commit record (`R = 32 + 4 ceil(N / 32)` bytes
 ///   for `N = max_objects`, in `ceil(R / 256)` writes), flush. Nothing is read.
 /// - Scan steps: one pass over the `U` cache units, and at most one more per unit for
 ///   moving the bytes of objects created since the last persist behind a short
@@ -366,8 +367,12 @@ pub struct WcecBound {
 pub fn wcec_bound(config: &Config, cost: &CostModel) -> WcecBound {
     let m = config.max_dirty_bytes;
     let h = Config::DIRTY_OVERHEAD;
-    let objects = u64::from(m / (1 + h));
-    let free_in_rest = u64::from((m % (1 + h)) / h);
+    // Each id contributes one object or one waiting free (a freed id is taken again
+    // only once its dead half is written), so at most `N` of them in all.
+    let ids = u32::from(config.max_objects);
+    let live = (m / (1 + h)).min(ids);
+    let objects = u64::from(live);
+    let free_in_rest = u64::from(((m - live * (1 + h)) / h).min(ids - live));
     let record = HEADER_BYTES + bitmap_bytes(config.max_objects);
     let d = objects + free_in_rest;
     let writes = 2 * objects + free_in_rest + u64::from(record.div_ceil(RUN_BYTES as u32));

@@ -163,13 +163,19 @@ impl System {
                 let (k, _, mut m) = self.parts();
                 k.tick(&mut m);
                 self.checkpoint(CheckpointEvent::Tick);
+                if crate::energy::warn_due(self.ticks) {
+                    self.event(Event::PowerFailure);
+                }
             }
             Event::Irq(irq) => {
                 if !self.kernel.irq(irq) {
                     error!("interrupt {irq} has no owner; left masked");
                 }
             }
-            Event::PowerFailure => self.checkpoint(CheckpointEvent::PowerFailure),
+            Event::PowerFailure => {
+                crate::energy::arm();
+                self.checkpoint(CheckpointEvent::PowerFailure)
+            }
             Event::ConsoleInput(byte) => {
                 self.console_bytes += 1;
                 info!("console: received byte {byte:#04x}");

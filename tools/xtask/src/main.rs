@@ -11,6 +11,7 @@ mod c3sim;
 mod esp32c3;
 mod esp_image;
 mod gdb;
+mod harvest;
 mod validate;
 
 use amber_qemu::{
@@ -63,6 +64,11 @@ commands:
                         the default, or spi)
   inspect [IMAGE]       decode and verify an NVM image with nvm-inspect (default
                         target/amber/nvm.img, the one `run` uses)
+  harvest --app APP --trace FILE [--cap UF] [--cycles N] [--no-build]
+                        run APP on harvested energy (capacitor model on the host, QEMU
+                        -icount per power cycle); traces in tools/xtask/traces/; default
+                        capacitor: the smallest the declared bound needs; SVG in
+                        target/amber/harvest
 ";
 
 fn main() -> ExitCode {
@@ -87,6 +93,7 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("bench") => bench(),
         Some("inspect") => inspect(&args[1..]),
+        Some("harvest") => harvest::run(&args[1..], |name| build_app(name, DEFAULT_NVM_SIZE)),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())

@@ -28,8 +28,7 @@
 //! `AMBER_HEAP_MAX_DIRTY` (decimal bytes; an app sets it with `env = {
 //! AMBER_HEAP_MAX_DIRTY = "..." }` on this task), 1024 when unset. It must be at least
 //! one 256-byte chunk and its overhead (272; checked at compile time) and at most what
-//! the driver's ring allows (`max_dirty_for_ring`: 7411 for this configuration;
-//! checked at start: above it the task prints the largest and ends, exit code 4). Every
+//! the driver's ring allows (`max_dirty_for_ring`; checked at start: above it the task prints the largest and ends, exit code 4). Every
 //! bound it prints and declares (persist, phase, ring reserve, pending cap) is
 //! computed from the limit it was built with.
 //!
@@ -47,8 +46,9 @@
 
 use amber_heap_api::{Status, CHUNK};
 use amber_heap_service::{
-    max_dirty_for_ring, persist_bound, persist_work, phase_bound, ring_reserve, InstrModel,
-    Overrun, PersistBound, PersistCost, PersistLog, Service, SpiPort, SpiStorage, StorageStats,
+    max_dirty_for_ring, persist_bound, persist_work, phase_bound, request_work, ring_reserve,
+    InstrModel, Overrun, PersistBound, PersistCost, PersistLog, PhaseBound, Service, SpiPort,
+    SpiStorage, StorageStats,
 };
 use amber_spi_api::{ring_bytes, Client, SpiError};
 use amber_user::abi::NO_SLOT;
@@ -203,8 +203,12 @@ struct Heapsvc<'s> {
     stats: &'s Cell<StorageStats>,
     log: PersistLog,
     bound: PersistBound,
-    /// The instructions declared to the kernel for this task's part of a persist phase.
-    phase: u32,
+    /// The instructions declared to the kernel for this task's part of a persist phase,
+    /// by kind of phase.
+    phase: PhaseBound,
+    /// Whether the phase under way is the one right after a restore (this task
+    /// reloaded in it).
+    restore_phase: bool,
     /// Ring bytes one request and one persist may write (see `serve`).
     reserve: u32,
     /// The most ring bytes let wait in the driver (see `PENDING_CAP_MIN`).
@@ -275,8 +279,19 @@ fn main() {
             writes: n * one.writes,
             instructions: n * one.instructions,
         },
-        phase: u32::try_from(phase_bound(&CONFIG, n, MAX_OBJECT, pending_cap, &model))
-            .unwrap_or(u32::MAX),
+        // A request begins with at most `pending_cap - reserve` ring bytes pending (see
+        // `serve`), and its reads come after at most its own writes; a checkpoint
+        // commits at most `pending_cap` for the driver to apply.
+        phase: phase_bound(
+            &CONFIG,
+            n,
+            MAX_OBJECT,
+            pending_cap - reserve
+                + u32::try_from(request_work(&CONFIG, MAX_OBJECT).ring_bytes()).unwrap_or(u32::MAX),
+            pending_cap,
+            &model,
+        ),
+        restore_phase: false,
         reserve,
         pending_cap,
         ring_at_checkpoint: 0,
@@ -302,11 +317,15 @@ fn main() {
         CONFIG.max_dirty_bytes,
         h.reserve,
         h.pending_cap,
-        Instructions(
-            exact.then_some(h.phase.into()),
-            "; persist phase bound "
-        )
+        Instructions(exact.then_some(h.phase.serving), "; persist phase bound ")
     );
+    if exact {
+        // The QEMU bound test reads both.
+        println!(
+            "heapsvc: persist phase bounds: {} instructions serving clients, {} after a restore",
+            h.phase.serving, h.phase.restore
+        );
+    }
     // The formatted heap reaches the FRAM with the next checkpoint, whose persist the
     // first `recv` is asked for (at once, if the kernel asked while the heap was being
     // formatted).
@@ -355,7 +374,7 @@ impl Heapsvc<'_> {
             match recv(ENDPOINT, Some(&mut d)) {
                 Err(Error::Interrupted) => {
                     self.persist();
-                    if persist_done(self.phase).is_ok() {
+                    if persist_done(self.declared()).is_ok() {
                         self.checkpointed();
                     }
                     self.report();
@@ -385,6 +404,16 @@ impl Heapsvc<'_> {
         }
     }
 
+    /// The bound to declare for the phase under way (and the next one is another).
+    fn declared(&mut self) -> u32 {
+        let b = if core::mem::take(&mut self.restore_phase) {
+            self.phase.restore
+        } else {
+            self.phase.serving
+        };
+        u32::try_from(b).unwrap_or(u32::MAX)
+    }
+
     /// Reloads the heaps if the kernel restored a checkpoint since this task last
     /// looked. It must come before anything else touches a heap after a restore: the
     /// restored task resumes wherever its last `persist_done` returned (in `serve`'s
@@ -392,6 +421,7 @@ impl Heapsvc<'_> {
     /// phase asks of it is a persist, which would write the empty arenas to the FRAM.
     fn reload_if_restored(&mut self) {
         if signalled(NOTIFICATION, RESTORED) {
+            self.restore_phase = true;
             self.reload();
         }
     }
@@ -496,7 +526,7 @@ impl Heapsvc<'_> {
         match checkpoint() {
             Err(Error::Interrupted) => {
                 self.persist();
-                match persist_done(self.phase) {
+                match persist_done(self.declared()) {
                     Ok(()) => self.checkpointed(),
                     Err(e) => println!("heapsvc: persist done refused: {e}"),
                 }

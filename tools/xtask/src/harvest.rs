@@ -1,0 +1,584 @@
+//! `cargo xtask harvest --app APP --trace FILE [--cap UF] [--cycles N] [--no-build]`: an app run
+//! on harvested energy. A host-side model of the capacitor, charged by the trace's
+//! harvested power and drained by the device, decides when the device boots (V_ON),
+//! when it gets the power-failure interrupt (V_WARN) and how many instructions it has
+//! left until it dies (V_OFF); QEMU (`-icount`, one boot per power cycle, on one NVM
+//! image) runs each on-phase with the boot options `amber.warn=T` (the interrupt at
+//! timer tick T) and `amber.energy=B` (the machine dies at its first kernel NVM store
+//! after B more instructions). It prints the power cycles, the checkpoints completed
+//! after a warning and those the energy cut short (the next boot must then come back
+//! to the previous one: its recovery line is checked, and any VIOLATION line fails the
+//! run), forward progress against continuous power, and writes an SVG of the voltage
+//! with warnings, checkpoints and cuts marked.
+//!
+//! This file only models and drives; it must never reach into the guest other than by
+//! boot options, and never invent a figure it did not read from the guest or compute
+//! from the constants below (each with its source).
+
+use amber_qemu::Machine;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The device boots when the capacitor reaches this (the ESP32-C3's highest
+/// recommended supply, 3.6 V: ESP32-C3 datasheet, "Recommended operating conditions",
+/// VDD 3.0 to 3.6 V).
+pub const V_ON: f64 = 3.6;
+/// The power-failure interrupt: a brown-out detector level in the C3's range (about
+/// 2.51 to 3.27 V, ESP32-C3 TRM, brown-out detector; see DESIGN.md).
+pub const V_WARN: f64 = 3.2;
+/// The device dies: the C3's lowest recommended supply (datasheet, as for V_ON).
+pub const V_OFF: f64 = 3.0;
+/// The C3's clock; the harness takes one instruction per cycle.
+pub const CPU_HZ: f64 = 160e6;
+/// Power of the C3 running at 160 MHz, radio off: 40 mA at 3.3 V, the maximum the
+/// vNV-Heap paper assumes for its WCEC (section 7.4, "a maximum of 40 mA at 3.3 V");
+/// a measured empty loop at 160 MHz draws 26.8 mA on average (R. Dobson,
+/// "Investigating ESP32-C3 power management", 2023), so this is an upper bound.
+pub const P_CPU_W: f64 = 0.040 * 3.3;
+/// The FRAM while a byte is on the wire: 2.5 mA at 3.3 V at 40 MHz, the maximum
+/// operating current of Fujitsu's SPI FRAM at 40 MHz in the MB85RS256TY datasheet
+/// (DS501-00046); the MB85RS4MT's own figure was not checked here. A byte takes
+/// 200 ns on the wire.
+pub const E_FRAM_BYTE_J: f64 = 0.0025 * 3.3 * 200e-9;
+/// Energy per instruction: the CPU's, plus the FRAM charged as if the SPI bus were
+/// busy all the time at the emulated chip's pace (`spidrv` spends 32 instructions per
+/// wire byte): an upper bound for the mix a persist makes.
+pub const E_INSTR_J: f64 = P_CPU_W / CPU_HZ + E_FRAM_BYTE_J / 32.0;
+/// Guest instructions per kernel timer tick (10 ms of QEMU virtual time under
+/// `-icount shift=0`, one instruction per nanosecond).
+const TICK_INSTR: u64 = 10_000_000;
+/// Model time step while charging or running (seconds of device time).
+const DT: f64 = 1e-4;
+/// The longest on-phase one boot runs (ticks): beyond it the harvest keeps the
+/// device up, and the harness warns it anyway (reported as sustained).
+const MAX_TICKS: u64 = 400;
+/// Host time one boot may take before the harness gives up on it.
+const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
+/// The console lines that count the apps' work, by app.
+const WORK_KEYS: [&str; 2] = ["kv: ", "counter: "];
+
+/// A trace: harvested power over time, piecewise constant.
+#[derive(Debug)]
+struct Trace {
+    /// (start time in seconds, power in watts), in time order.
+    points: Vec<(f64, f64)>,
+    /// Where the trace ends.
+    end: f64,
+}
+
+impl Trace {
+    /// Reads `time_s,power_uw` rows; `#` lines are comments (provenance), the first
+    /// other row is the header.
+    fn load(path: &Path) -> Result<Trace, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read trace {}: {e}", path.display()))?;
+        let mut points = Vec::new();
+        let mut header = false;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if !header {
+                if line != "time_s,power_uw" {
+                    return Err(format!(
+                        "{}: the header must be `time_s,power_uw`, not `{line}`",
+                        path.display()
+                    ));
+                }
+                header = true;
+                continue;
+            }
+            let bad = || {
+                format!(
+                    "{}:{}: `{line}` is not `seconds,microwatts`",
+                    path.display(),
+                    n + 1
+                )
+            };
+            let (t, p) = line.split_once(',').ok_or_else(bad)?;
+            let t: f64 = t.trim().parse().map_err(|_| bad())?;
+            let p: f64 = p.trim().parse().map_err(|_| bad())?;
+            if p < 0.0 || points.last().is_some_and(|&(last, _)| t <= last) {
+                return Err(format!(
+                    "{}:{}: times must grow and power be >= 0",
+                    path.display(),
+                    n + 1
+                ));
+            }
+            points.push((t, p * 1e-6));
+        }
+        if points.len() < 2 {
+            return Err(format!(
+                "{}: a trace needs two rows at least",
+                path.display()
+            ));
+        }
+        let end = points.last().map_or(0.0, |p| p.0);
+        Ok(Trace { points, end })
+    }
+
+    fn power(&self, t: f64) -> f64 {
+        match self.points.partition_point(|&(s, _)| s <= t) {
+            0 => self.points[0].1,
+            i => self.points[i - 1].1,
+        }
+    }
+
+    fn mean(&self) -> f64 {
+        let e: f64 = self
+            .points
+            .windows(2)
+            .map(|w| (w[1].0 - w[0].0) * w[0].1)
+            .sum();
+        e / self.end
+    }
+}
+
+/// What one boot did.
+#[derive(Default)]
+struct Boot {
+    lines: Vec<String>,
+    code: Option<i32>,
+}
+
+impl Boot {
+    fn find(&self, key: &str) -> Option<&String> {
+        self.lines.iter().find(|l| l.contains(key))
+    }
+
+    /// The last work count the app printed (the number after the first work key).
+    fn work(&self) -> Option<u64> {
+        self.lines
+            .iter()
+            .rev()
+            .find_map(|l| WORK_KEYS.iter().find_map(|k| number_after(l, k)))
+    }
+
+    fn first_work(&self) -> Option<u64> {
+        self.lines
+            .iter()
+            .find_map(|l| WORK_KEYS.iter().find_map(|k| number_after(l, k)))
+    }
+}
+
+fn number_after(line: &str, key: &str) -> Option<u64> {
+    let rest = &line[line.find(key)? + key.len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+fn boot(machine: &Machine) -> Result<Boot, String> {
+    let mut cmd: Command = machine.command().map_err(|e| e.to_string())?;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start QEMU: {e}"))?;
+    let out = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        BufReader::new(out)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+    });
+    let until = Instant::now() + BOOT_TIMEOUT;
+    let status = loop {
+        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+            break s;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("a boot did not end within {BOOT_TIMEOUT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let lines = reader.join().unwrap_or_default();
+    if let Some(v) = lines
+        .iter()
+        .find(|l| l.contains("VIOLATION") || l.contains("panicked"))
+    {
+        return Err(format!("the app reports: {v}"));
+    }
+    Ok(Boot {
+        lines,
+        code: status.code(),
+    })
+}
+
+/// A mark on the voltage plot.
+#[derive(Clone, Copy, PartialEq)]
+enum Mark {
+    Warn,
+    Checkpoint,
+    Cut,
+}
+
+/// The harness's findings.
+#[derive(Default)]
+struct Run {
+    cycles: u32,
+    completed: u32,
+    cut_short: u32,
+    sustained: u32,
+    /// Cycles whose modelled on-phase was shorter than one tick: the warning came at
+    /// tick 1, after the model's V_warn.
+    late: u32,
+    lost: Vec<u64>,
+    /// Marks for the SVG.
+    marks: Vec<(f64, f64, Mark)>,
+    on_instr: u64,
+}
+
+/// The capacitor as the model runs it: time, voltage, and samples for the plot.
+struct Model<'t> {
+    trace: &'t Trace,
+    /// Farads.
+    cap: f64,
+    t: f64,
+    v: f64,
+    next_sample: f64,
+    samples: Vec<(f64, f64)>,
+}
+
+impl Model<'_> {
+    /// One step of `DT`, the device drawing `draw` watts from the harvest's.
+    fn step(&mut self, draw: f64) {
+        let e = 0.5 * self.cap * self.v * self.v + (self.trace.power(self.t) - draw) * DT;
+        self.v = (2.0 * e.max(0.0) / self.cap).sqrt();
+        self.t += DT;
+        if self.t >= self.next_sample {
+            self.samples.push((self.t, self.v));
+            self.next_sample = self.t + self.trace.end / 2000.0;
+        }
+    }
+}
+
+/// The capacitor needed for `instructions` between V_WARN and V_OFF.
+pub fn capacitor_for(instructions: u64) -> f64 {
+    2.0 * instructions as f64 * E_INSTR_J / (V_WARN * V_WARN - V_OFF * V_OFF)
+}
+
+pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> Result<(), String> {
+    let mut app = None;
+    let mut trace = None;
+    let mut cap_uf = None;
+    let mut max_cycles = u32::MAX;
+    let mut no_build = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = |name: &str| it.next().cloned().ok_or(format!("{name} takes a value"));
+        match a.as_str() {
+            "--app" => app = Some(val("--app")?),
+            "--trace" => trace = Some(PathBuf::from(val("--trace")?)),
+            "--cap" => {
+                let v = val("--cap")?;
+                cap_uf = Some(v.parse::<f64>().ok().filter(|&c| c > 0.0).ok_or(format!(
+                    "--cap takes microfarads (a positive number), not `{v}`"
+                ))?)
+            }
+            "--cycles" => {
+                let v = val("--cycles")?;
+                max_cycles = v
+                    .parse()
+                    .map_err(|_| format!("--cycles takes a number, not `{v}`"))?
+            }
+            "--no-build" => no_build = true,
+            other => return Err(format!("unknown option for harvest: `{other}`")),
+        }
+    }
+    let app = app.ok_or("harvest needs --app APP")?;
+    let trace_path = trace.ok_or("harvest needs --trace FILE (see tools/xtask/traces/)")?;
+    let trace = Trace::load(&trace_path)?;
+    let elf = if no_build {
+        crate::root().join(format!("target/amber/apps/{app}.elf"))
+    } else {
+        build(&app)?
+    };
+    if !elf.exists() {
+        return Err(format!(
+            "{} does not exist: build it first (cargo xtask build {app})",
+            elf.display()
+        ));
+    }
+    let dir = crate::root().join("target/amber/harvest");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let stem = trace_path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("trace");
+    let image = dir.join(format!("{app}-{stem}.img"));
+    let _ = std::fs::remove_file(&image);
+    let machine = |bootargs: String| {
+        let mut m = Machine::new(&elf)
+            .nvm(&image, amber_qemu::DEFAULT_NVM_SIZE)
+            .bootargs(&bootargs);
+        m.icount = true;
+        m
+    };
+
+    // Calibration on continuous power: the declared bound (persist phase and
+    // checkpoint), and the app's work per instruction.
+    const CALIBRATE_TICKS: u64 = 100;
+    let cal = boot(&machine(format!("amber.warn={CALIBRATE_TICKS}")))?;
+    let bound = cal
+        .find("power failure: persist and checkpoint bound ")
+        .and_then(|l| number_after(l, "checkpoint bound "))
+        .or_else(|| {
+            // An app without persist callbacks: the kernel's checkpoint bound alone is
+            // not printed; take what the checkpoint took, twice.
+            cal.find("power failure: checkpoint")
+                .and_then(|l| number_after(l, "committed in "))
+                .map(|c| 2 * c)
+        })
+        .ok_or_else(|| {
+            format!(
+                "the calibration boot printed no bound:\n{}",
+                cal.lines.join("\n")
+            )
+        })?;
+    let rate = cal.work().unwrap_or(0) as f64 / (CALIBRATE_TICKS * TICK_INSTR) as f64;
+    let needed_uf = capacitor_for(bound) * 1e6;
+    println!(
+        "harvest: app {app}: declared bound {bound} instructions from the warning (persist phase and checkpoint), {:.1} µJ at {:.3} nJ per instruction: needs >= {needed_uf:.0} µF between V_warn {V_WARN} V and V_off {V_OFF} V",
+        bound as f64 * E_INSTR_J * 1e6,
+        E_INSTR_J * 1e9
+    );
+    let cap = cap_uf.unwrap_or(needed_uf.ceil()) * 1e-6;
+    println!(
+        "harvest: trace {} ({:.0} s, mean {:.1} µW), capacitor {:.0} µF, device {:.0} mW on",
+        trace_path.display(),
+        trace.end,
+        trace.mean() * 1e6,
+        cap * 1e6,
+        P_CPU_W * 1e3
+    );
+    let _ = std::fs::remove_file(&image);
+
+    let mut r = Run::default();
+    let mut m = Model {
+        trace: &trace,
+        cap,
+        t: 0.0,
+        v: 0.0,
+        next_sample: 0.0,
+        samples: Vec::new(),
+    };
+    let energy = |v: f64| 0.5 * cap * v * v;
+    let volts = |e: f64| (2.0 * e.max(0.0) / cap).sqrt();
+    let mut last_work: Option<u64> = None;
+    while r.cycles < max_cycles {
+        // Off: charge to V_ON.
+        while m.v < V_ON && m.t < trace.end {
+            m.step(0.0);
+        }
+        if m.t >= trace.end {
+            break;
+        }
+        // On: run until V_WARN; the interrupt comes at the tick before the crossing.
+        let t_on = m.t;
+        while m.v > V_WARN
+            && m.t < trace.end
+            && (m.t - t_on) * CPU_HZ < (MAX_TICKS * TICK_INSTR) as f64
+        {
+            m.step(P_CPU_W);
+        }
+        if m.t >= trace.end {
+            break;
+        }
+        let (t, v) = (m.t, m.v);
+        let ran = ((t - t_on) * CPU_HZ) as u64;
+        let ticks = (ran / TICK_INSTR).max(1);
+        if ran < TICK_INSTR {
+            r.late += 1;
+        }
+        if v > V_WARN {
+            r.sustained += 1;
+        }
+        // The model at the interrupt (the tick before the crossing).
+        let t_warn = t_on + (ticks * TICK_INSTR) as f64 / CPU_HZ;
+        let v_warn = volts(energy(v) + (t - t_warn) * P_CPU_W);
+        let budget = ((energy(v_warn) - energy(V_OFF)) / E_INSTR_J).max(0.0) as u64;
+        r.marks.push((t_warn, v_warn, Mark::Warn));
+        let b = boot(&machine(format!(
+            "amber.warn={ticks} amber.energy={budget}"
+        )))?;
+        r.cycles += 1;
+        r.on_instr += ticks * TICK_INSTR;
+        if r.cycles > 1 && b.find("recovered checkpoint").is_none() {
+            return Err(format!(
+                "cycle {}: the boot did not recover a checkpoint:\n{}",
+                r.cycles,
+                b.lines.join("\n")
+            ));
+        }
+        if let (Some(before), Some(now)) = (last_work, b.first_work()) {
+            r.lost.push(before.saturating_sub(now));
+        }
+        last_work = b.work().or(last_work);
+        match (b.code, b.find("since the interrupt; halting")) {
+            (Some(0), Some(done)) => {
+                let used = number_after(done, "NVM bytes; ").unwrap_or(budget);
+                r.completed += 1;
+                m.t = t_warn + used as f64 / CPU_HZ;
+                m.v = volts(energy(v_warn) - used as f64 * E_INSTR_J);
+                r.marks.push((m.t, m.v, Mark::Checkpoint));
+            }
+            (Some(6), _) => {
+                r.cut_short += 1;
+                m.t = t_warn + budget as f64 / CPU_HZ;
+                m.v = V_OFF;
+                r.marks.push((m.t, m.v, Mark::Cut));
+            }
+            (code, _) => {
+                return Err(format!(
+                    "cycle {}: QEMU ended with {code:?}, neither a halt after a checkpoint nor an energy cut:\n{}",
+                    r.cycles,
+                    b.lines.join("\n")
+                ))
+            }
+        }
+    }
+    // Continuous power over the same time: the calibration's work rate for the whole
+    // trace at 160 MHz.
+    let continuous = rate * trace.end * CPU_HZ;
+    let done = last_work.unwrap_or(0) as f64;
+    let lost_mean = if r.lost.is_empty() {
+        0.0
+    } else {
+        r.lost.iter().sum::<u64>() as f64 / r.lost.len() as f64
+    };
+    println!(
+        "harvest: {} power cycles ({} sustained by the harvest until the harness warned), {} checkpoints completed after the warning, {} cut short by the energy (each next boot recovered the checkpoint before), 0 violations",
+        r.cycles, r.sustained, r.completed, r.cut_short
+    );
+    if r.late > 0 {
+        println!(
+            "harvest: {} cycles warned late: at {:.0} µF the capacitor holds less than one timer tick ({} instructions) between V_on and V_warn, and the harness raises the warning at a tick, so the energy was below V_warn by then; a larger --cap follows the model's timing",
+            r.late,
+            cap * 1e6,
+            TICK_INSTR
+        );
+    }
+    println!(
+        "harvest: forward progress {:.2} % ({done:.0} of {continuous:.0} work units on continuous power over {:.0} s; on {:.1} % of the time), work lost per failure {lost_mean:.1} units (mean)",
+        if continuous > 0.0 { 100.0 * done / continuous } else { 0.0 },
+        trace.end,
+        100.0 * r.on_instr as f64 / CPU_HZ / trace.end
+    );
+    let svg = dir.join(format!("{app}-{stem}.svg"));
+    std::fs::write(
+        &svg,
+        plot(
+            &m.samples,
+            &r,
+            trace.end,
+            &format!("{app} on {stem}, {:.0} µF", cap * 1e6),
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    println!("harvest: voltage plot {}", svg.display());
+    Ok(())
+}
+
+/// The voltage over time with the warnings (orange), completed checkpoints (green)
+/// and cuts (red).
+fn plot(samples: &[(f64, f64)], r: &Run, end: f64, title: &str) -> String {
+    let (w, h, m) = (900.0, 320.0, 50.0);
+    let x = |t: f64| m + (w - 2.0 * m) * t / end.max(1e-9);
+    // 2.8 to 3.8 V: where the cycles are (the first charge from 0 V is clipped).
+    let y = |v: f64| h - m - (h - 2.0 * m) * (v.clamp(2.8, 3.8) - 2.8);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{m}" y="20">{title}: capacitor voltage</text>"#
+    );
+    for (v, name) in [(V_ON, "V_on"), (V_WARN, "V_warn"), (V_OFF, "V_off")] {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{m}" x2="{}" y1="{y}" y2="{y}" stroke="#bbb" stroke-dasharray="4"/><text x="{}" y="{}">{name} {v} V</text>"##,
+            w - m,
+            w - m + 2.0,
+            y(v) + 4.0,
+            y = y(v)
+        );
+    }
+    let _ = writeln!(
+        s,
+        r##"<line x1="{m}" x2="{m}" y1="{}" y2="{}" stroke="black"/><line x1="{m}" x2="{}" y1="{}" y2="{}" stroke="black"/><text x="{}" y="{}">{end:.0} s</text><text x="{m}" y="{}">0</text>"##,
+        y(0.0),
+        y(4.0),
+        w - m,
+        y(0.0),
+        y(0.0),
+        w - m - 20.0,
+        y(0.0) + 16.0,
+        y(0.0) + 16.0
+    );
+    let pts: Vec<String> = samples
+        .iter()
+        .map(|&(t, v)| format!("{:.1},{:.1}", x(t), y(v)))
+        .collect();
+    let _ = writeln!(
+        s,
+        r##"<polyline fill="none" stroke="#1f77b4" points="{}"/>"##,
+        pts.join(" ")
+    );
+    for &(t, v, mark) in &r.marks {
+        let colour = match mark {
+            Mark::Warn => "#ff7f0e",
+            Mark::Checkpoint => "#2ca02c",
+            Mark::Cut => "#d62728",
+        };
+        let _ = writeln!(
+            s,
+            r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{colour}"/>"#,
+            x(t),
+            y(v)
+        );
+    }
+    let _ = writeln!(
+        s,
+        r##"<text x="{m}" y="{}"><tspan fill="#ff7f0e">● warning</tspan>  <tspan fill="#2ca02c">● checkpoint completed</tspan>  <tspan fill="#d62728">● cut before the checkpoint completed</tspan></text>"##,
+        h - 10.0
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_capacitor_holds_the_bound_between_warning_and_brown_out() {
+        let c = capacitor_for(1_000_000);
+        let window = 0.5 * c * (V_WARN * V_WARN - V_OFF * V_OFF);
+        assert!((window - 1e6 * E_INSTR_J).abs() < 1e-12);
+        assert!(capacitor_for(2_000_000) > c);
+    }
+
+    #[test]
+    fn a_trace_is_piecewise_constant_and_its_errors_name_the_line() {
+        let dir = std::env::temp_dir().join(format!("amber-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t.csv");
+        std::fs::write(&p, "# made up\ntime_s,power_uw\n0,10\n5,20\n10,0\n").unwrap();
+        let t = Trace::load(&p).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(t.power(0.0), 10e-6) && close(t.power(4.9), 10e-6));
+        assert!(close(t.power(5.0), 20e-6), "each row holds until the next");
+        assert!((t.mean() - 15e-6).abs() < 1e-12);
+        std::fs::write(&p, "time_s,power_uw\n0,10\n0,20\n").unwrap();
+        assert!(Trace::load(&p).unwrap_err().contains(":3:"));
+        std::fs::write(&p, "t,p\n0,1\n").unwrap();
+        assert!(Trace::load(&p).is_err());
+    }
+}

@@ -1,0 +1,182 @@
+//! heapworst: a heap-service client that keeps its heap where the service's bounds put
+//! the worst case, so that a power failure finds it there (`tests/tests/bound.rs`,
+//! app `heapworst`). It checks nothing (the logger and kvstore crash workloads do); it
+//! only drives the service into its most expensive states, and must never leave them
+//! for long.
+//!
+//! Build setting `AMBER_WORST_CLIENT` (0 or 1): which of the service's two windows (its
+//! part of `heap-caches`, as the app grants it) it maps, and its part:
+//!
+//! - Client 0, the requester, asks back to back for the most expensive request: its
+//!   heap holds `REQ_SMALL` one-byte objects, one medium object filling the rest of the
+//!   1 KiB dirty limit, and `BIG` objects of the largest size the service takes
+//!   (`BIG_BYTES`), more than the 8 KiB arena holds. Each round it makes the small and
+//!   medium objects dirty (the whole limit), then asks for a write pin of the next big
+//!   object, which is not cached: the service writes every dirty object back to make
+//!   dirty room, evicts to make cache room, and reads the big object's bytes with the
+//!   ring entries its write-backs left pending laid over them. Before each request,
+//!   if a checkpoint has committed since its last one (commit watch, notification in
+//!   slot 3), it asks for a checkpoint itself first: the driver applies what a
+//!   checkpoint committed at its first call after it, so that checkpoint's persist
+//!   phase begins with the apply of the whole ring the last epoch wrote (the service
+//!   asks for a checkpoint when that reaches its pending cap).
+//! - Client 1, the persister, keeps its heap at the persist the bound counts: every
+//!   other round it creates `PER_SMALL` one-byte objects (a new object costs a persist
+//!   two storage writes, its entry half and its byte, for 17 bytes of the limit) and
+//!   makes its medium object dirty, so that the limit is full with as many objects as
+//!   the service's 48 ids hold; the round after, it frees them (a freed id is taken
+//!   again only after the persist that writes its dead half: an id not back yet is
+//!   skipped). After each round it sleeps to the next timer tick (its timer, slot 2, notification, slot 3): the
+//!   periodic checkpoints come at ticks, so each finds the round done.
+//!
+//! Both write into every 256th byte of `PAGES` (most of their RAM) every round, so
+//! that the checkpoint copies as much of their memory as it can. They print
+//! `worst: N rounds` every `REPORT` rounds.
+
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+use amber_heap_api::{Handle, Heap, HeapError};
+use amber_user::{
+    build_setting, checkpoint, commit_watch, exit, memory, now, println, signalled, timer_set,
+    wait, Memory, WatchFlags,
+};
+
+amber_user::main!(main);
+
+const HEAP: u32 = 0;
+const CLIENT: usize = build_setting(option_env!("AMBER_WORST_CLIENT"), 0) as usize;
+/// Its part of the service's `heap-caches` (user/apps/heapworst.toml).
+const WINDOW: Memory = memory!("HEAP_CACHES");
+/// The service's object ids per heap (`heapsvc`'s configuration).
+const IDS: usize = 48;
+/// The service's dirty limit, and what each dirty object costs of it beyond its bytes.
+const LIMIT: usize = 1024;
+const OVERHEAD: usize = 16;
+/// The largest object the service takes at that limit (`heapsvc`'s `MAX_OBJECT`).
+const BIG_BYTES: usize = LIMIT - OVERHEAD;
+/// The requester's big objects: with the others more than the arena holds (8 x 126
+/// units of 8 bytes, the small and medium objects 39 + 44, in 1,024), so the next one
+/// is never cached.
+const BIG: usize = 8;
+/// The requester's one-byte objects: the ids its big and medium objects leave.
+const REQ_SMALL: usize = IDS - 1 - BIG;
+/// The persister's one-byte objects: the ids its medium object leaves.
+const PER_SMALL: usize = IDS - 1;
+/// Bytes of RAM written every round, one store per 256 bytes: the task's RAM less its
+/// stack (the app gives it 8 KiB, 2 KiB of stack).
+const TOUCH: usize = 5 * 1024;
+const REPORT: u32 = 16;
+const TIMER: u32 = 2;
+const NOTIFICATION: u32 = 3;
+/// The requester's commit bit on its notification.
+const COMMITTED: u32 = 1;
+
+/// The requester's commit watch (the watched value is not used).
+static mut WATCH: [u64; 2] = [0; 2];
+
+static mut PAGES: [u8; TOUCH] = [0; TOUCH];
+
+fn ok<T>(r: Result<T, HeapError>, what: &str) -> T {
+    r.unwrap_or_else(|e| {
+        println!("worst: {what} failed: {e}");
+        exit(1)
+    })
+}
+
+/// Makes the object dirty (a write pin, one byte changed, released); the requester
+/// first asks for a checkpoint if one committed since its last request.
+fn touch<const N: usize>(heap: &Heap, h: &mut Handle<[u8; N]>, round: u32) {
+    if CLIENT == 0 && signalled(NOTIFICATION, COMMITTED) {
+        if let Err(e) = checkpoint() {
+            println!("worst: checkpoint failed: {e}");
+            exit(1);
+        }
+        // Its own commit signalled the bit again.
+        signalled(NOTIFICATION, COMMITTED);
+    }
+    let mut g = ok(heap.get_mut(h), "pinning an object");
+    g[round as usize % N] ^= 1;
+    ok(g.release(), "releasing an object");
+}
+
+/// Ends a round: writes into the task's RAM, counts and reports the round.
+fn round_done(round: &mut u32) {
+    // SAFETY: one thread per task; nothing else refers to PAGES.
+    let pages = unsafe { &mut *core::ptr::addr_of_mut!(PAGES) };
+    for p in pages.iter_mut().step_by(256) {
+        *p = p.wrapping_add(1);
+    }
+    *round = round.wrapping_add(1);
+    if round.is_multiple_of(REPORT) {
+        println!("worst: {round} rounds");
+    }
+}
+
+fn requester(heap: &Heap) -> ! {
+    // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
+    // stopped, and this task never reads it.
+    let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
+    if let Err(e) = commit_watch(
+        watch.as_ptr() as usize as u32,
+        NOTIFICATION,
+        COMMITTED,
+        0,
+        WatchFlags::empty(),
+    ) {
+        println!("worst: commit watch failed: {e}");
+        exit(1);
+    }
+    let mut small: [Handle<[u8; 1]>; REQ_SMALL] =
+        core::array::from_fn(|i| ok(heap.alloc([i as u8]), "allocating a small object"));
+    let mut medium: Handle<[u8; LIMIT - REQ_SMALL * (1 + OVERHEAD) - OVERHEAD]> =
+        ok(heap.alloc([0; _]), "allocating the medium object");
+    let mut big: [Handle<[u8; BIG_BYTES]>; BIG] =
+        core::array::from_fn(|i| ok(heap.alloc([i as u8; BIG_BYTES]), "allocating a big object"));
+    let mut round = 0;
+    loop {
+        for h in &mut small {
+            touch(heap, h, round);
+        }
+        touch(heap, &mut medium, round);
+        touch(heap, &mut big[round as usize % BIG], round);
+        round_done(&mut round);
+    }
+}
+
+fn persister(heap: &Heap) -> ! {
+    let mut small: [Option<Handle<u8>>; PER_SMALL] = [const { None }; PER_SMALL];
+    let mut medium: Handle<[u8; LIMIT - PER_SMALL * (1 + OVERHEAD) - OVERHEAD]> =
+        ok(heap.alloc([0; _]), "allocating the medium object");
+    let mut round = 0;
+    loop {
+        for s in &mut small {
+            match s.take() {
+                Some(h) => ok(heap.free(h), "freeing a small object"),
+                // Ids freed in a round no persist has followed yet are not back.
+                None => match heap.alloc(round as u8) {
+                    Err(HeapError::OutOfIds) => {}
+                    r => *s = Some(ok(r, "allocating a small object")),
+                },
+            }
+        }
+        touch(heap, &mut medium, round);
+        if let Err(e) =
+            timer_set(TIMER, NOTIFICATION, 1, now() + 1).and_then(|()| wait(NOTIFICATION))
+        {
+            println!("worst: sleeping failed: {e}");
+            exit(1);
+        }
+        round_done(&mut round);
+    }
+}
+
+fn main() {
+    // SAFETY: the app maps WINDOW (its part of `heap-caches`) for this task alone (with the
+    // service), and nothing else in this task touches it.
+    let heap = unsafe { Heap::new(HEAP, WINDOW) };
+    if CLIENT == 0 {
+        requester(&heap)
+    } else {
+        persister(&heap)
+    }
+}
