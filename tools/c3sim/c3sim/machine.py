@@ -55,7 +55,8 @@ UNICORN_EXCEPTION_PC_OFFSET = 4
 ABSENT_CSRS = {0x304: "mie", 0x344: "mip", 0xB02: "minstret", 0xB82: "minstreth",
                0xC02: "instret", 0xC82: "instreth"}
 FP_OPCODES = {0x07, 0x27, 0x43, 0x47, 0x4B, 0x4F, 0x53}
-TASK_CODE = (0x403C_0000, 0x403C_8000)
+# The tasks' code on the instruction bus (kernel/src/board/esp32c3/map.rs).
+TASK_CODE = (0x403C_6000, 0x403C_E000)
 
 
 def outside_rv32imc(word):

@@ -17,15 +17,15 @@ pub const ROM_DATA_START: u32 = 0x3FCD_C710;
 pub const MAP: MemoryMap = MemoryMap {
     kernel: Range {
         base: 0x3FC8_0000,
-        len: 0x4_0000,
+        len: 0x4_6000,
     },
     task_code: Range {
-        base: 0x3FCC_0000 + CODE_ALIAS,
+        base: 0x3FCC_6000 + CODE_ALIAS,
         len: 0x8000,
     },
     task_ram: Range {
-        base: 0x3FCC_8000,
-        len: 0x1_0000,
+        base: 0x3FCC_E000,
+        len: 0xA000,
     },
     heap_ram: Range {
         base: 0x3FCD_8000,
