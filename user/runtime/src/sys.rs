@@ -211,18 +211,21 @@ pub fn checkpoint() -> Result<(), Error> {
 
 /// A commit watch for a task that only needs to know of restores: `restore_bits` on
 /// `notification` after each restore, no news of commits (the kernel still writes
-/// `watch[1]` after each). [`signalled`] then tells the task it was restored.
+/// `watch[1]` after each). [`signalled`] then tells the task it was restored. `flags`
+/// as for [`commit_watch`]: `WatchFlags::PERSIST_CALLBACK` makes every checkpoint wait
+/// for this task's [`persist_done`].
 pub fn watch_restores(
     watch: &mut [u64; 2],
     notification: u32,
     restore_bits: u32,
+    flags: WatchFlags,
 ) -> Result<(), Error> {
     commit_watch(
         watch.as_mut_ptr() as usize as u32,
         notification,
         0,
         restore_bits,
-        WatchFlags::empty(),
+        flags,
     )
 }
 

@@ -53,8 +53,8 @@ use amber_heap_service::{
 use amber_spi_api::{ring_bytes, Client, SpiError};
 use amber_user::abi::NO_SLOT;
 use amber_user::{
-    build_setting, checkpoint, commit_watch, counters_exact, exit, instret, memory, persist_done,
-    println, recv, reply, signalled, Error, IpcDesc, Memory, WatchFlags,
+    build_setting, checkpoint, counters_exact, exit, instret, memory, persist_done, println, recv,
+    reply, signalled, watch_restores, Error, IpcDesc, Memory, WatchFlags,
 };
 use core::cell::Cell;
 use vnv_heap::Config;
@@ -242,14 +242,8 @@ fn main() {
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
     // First, so that no checkpoint is taken while the heap is half formatted: from now
     // on the kernel waits for this task's persist.
-    commit_watch(
-        watch.as_ptr() as usize as u32,
-        NOTIFICATION,
-        0,
-        RESTORED,
-        WatchFlags::PERSIST_CALLBACK,
-    )
-    .expect("commit watch");
+    watch_restores(watch, NOTIFICATION, RESTORED, WatchFlags::PERSIST_CALLBACK)
+        .expect("commit watch");
     let probed = measure_driver(Driver::new());
     let stats = Cell::new(StorageStats {
         ring_written: probed,

@@ -20,7 +20,7 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_kv_api::{Endpoint, Kv, KvError, BUFFER_BYTES, SCAN_END};
-use amber_user::{checkpoint, exit, memory, println, signalled, watch_restores, Rng};
+use amber_user::{checkpoint, exit, memory, println, signalled, watch_restores, Rng, WatchFlags};
 use core::fmt;
 
 amber_user::main!(main);
@@ -172,7 +172,7 @@ fn main() {
     // SAFETY: one thread per task; the kernel never writes WATCH[0], and WATCH[1] only
     // while this task is stopped.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
-    watch_restores(watch, NOTIFICATION, RESTORED).expect("commit watch");
+    watch_restores(watch, NOTIFICATION, RESTORED, WatchFlags::empty()).expect("commit watch");
     // SAFETY: the app grants this task the part of the service's memory `kv` that
     // badge 1 names, shared with the service alone, with the endpoint capability of
     // badge 1; only `kv` uses it.

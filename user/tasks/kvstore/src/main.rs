@@ -19,7 +19,7 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_heap_api::{Handle, Heap, HeapError, Persist};
-use amber_user::{exit, memory, println, signalled, watch_restores, Memory, Rng};
+use amber_user::{exit, memory, println, signalled, watch_restores, Memory, Rng, WatchFlags};
 use core::fmt;
 
 amber_user::main!(main);
@@ -103,7 +103,7 @@ fn main() {
     // SAFETY: one thread per task; the kernel never writes WATCH[0], and WATCH[1] only
     // while this task is stopped.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
-    watch_restores(watch, NOTIFICATION, RESTORED).expect("commit watch");
+    watch_restores(watch, NOTIFICATION, RESTORED, WatchFlags::empty()).expect("commit watch");
     // SAFETY: the app maps WINDOW (its part of `heap-caches`) for this task, shared
     // with the heap service only, and nothing else in this task touches it.
     let heap = unsafe { Heap::new(HEAP, WINDOW) };

@@ -44,8 +44,8 @@ use amber_kv_service::Service;
 use amber_spi_api::{Client, SpiError};
 use amber_user::abi::NO_SLOT;
 use amber_user::{
-    build_setting, checkpoint, commit_watch, exit, memory, persist_done, println, recv, reply,
-    signalled, Error, IpcDesc, Memory, WatchFlags,
+    build_setting, checkpoint, exit, memory, persist_done, println, recv, reply, signalled,
+    watch_restores, Error, IpcDesc, Memory, WatchFlags,
 };
 use core::cell::Cell;
 
@@ -131,14 +131,8 @@ fn main() {
     // stopped for a checkpoint, and this task never reads it.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
     // First, so that from now on every checkpoint finds this task between requests.
-    commit_watch(
-        watch.as_ptr() as usize as u32,
-        NOTIFICATION,
-        0,
-        RESTORED,
-        WatchFlags::PERSIST_CALLBACK,
-    )
-    .expect("commit watch");
+    watch_restores(watch, NOTIFICATION, RESTORED, WatchFlags::PERSIST_CALLBACK)
+        .expect("commit watch");
     // SAFETY: the app grants this task, and the driver alone, the part of the
     // driver's memory `spi` that badge 1 names, with the SPI endpoint capability of
     // badge 1; only this `Client` uses it.

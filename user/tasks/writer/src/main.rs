@@ -8,7 +8,7 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_spi_api::{Client, SpiError};
-use amber_user::{checkpoint, memory, println, signalled, watch_restores};
+use amber_user::{checkpoint, memory, println, signalled, watch_restores, WatchFlags};
 
 amber_user::main!(main);
 
@@ -26,7 +26,7 @@ fn main() {
     // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
     // stopped for a checkpoint.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
-    watch_restores(watch, NOTIFICATION, RESTORED).expect("commit watch");
+    watch_restores(watch, NOTIFICATION, RESTORED, WatchFlags::empty()).expect("commit watch");
     // SAFETY: the app grants this task, and the driver alone, its part of `spi`, with
     // the SPI endpoint capability of its badge; nothing else here uses it.
     let mut spi = unsafe { Client::new(SPI, memory!("SPI")) }.expect("a buffer of MAX_CHUNK");
