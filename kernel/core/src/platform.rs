@@ -27,4 +27,17 @@ pub trait Platform {
     /// Whether the hart's `cycle` and `instret` counters count exactly (QEMU
     /// `-icount`) rather than follow a clock; tasks learn it from `Now`.
     fn counter_exact(&self) -> bool;
+    /// Reads and writes the NVM the kernel drives, at `offset` (for `NvmRead` and
+    /// `NvmWrite`: the core checked the range lies in the caller's grant). The board
+    /// refuses a range in the checkpoint area (`BadArgument`) and reports a device
+    /// error as `NvmFailed`; a write is one store of the kernel's sequence (cut like
+    /// any other).
+    fn nvm_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), crate::abi::Error>;
+    fn nvm_write(&mut self, offset: u32, data: &[u8]) -> Result<(), crate::abi::Error>;
+    /// Where a memory-mapped NVM appears in the address space (an `eternal` memory
+    /// object's address minus it is its NVM offset); `None` when nothing maps it.
+    fn nvm_window(&self) -> Option<u32>;
+    /// Whether the kernel reaches its NVM over a serial bus (SPI FRAM), so that tasks
+    /// must too (`Now` tells them).
+    fn nvm_on_bus(&self) -> bool;
 }

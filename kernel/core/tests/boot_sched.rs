@@ -311,7 +311,7 @@ fn syscalls_advance_pc_past_the_ecall_and_null_only_returns() {
 #[test]
 fn unknown_syscall_numbers_return_bad_syscall() {
     let mut s = Sys::boot(&[task("a", 1, &[])]);
-    for nr in [Sysno::ALL.len() as u32, 26, 1000, u32::MAX] {
+    for nr in [Sysno::ALL.len() as u32, 64, 1000, u32::MAX] {
         assert_eq!(s.sys_raw("a", nr, [0; 6]).status(), Err(Error::BadSyscall));
     }
 }

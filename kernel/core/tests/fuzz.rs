@@ -289,6 +289,8 @@ fn boot() -> Sys {
     tasks[1].fault = FaultPolicy::Restart;
     tasks[3].fault = FaultPolicy::Restart;
     let mut s = Sys::boot(&tasks);
+    // The NVM a's NvmRegion grants, for NvmRead and NvmWrite.
+    s.plat.nvm = vec![0; 0x1000];
     // Only memory some task may access with the right may ever be touched.
     let mut oracle: Vec<(u32, u32, bool)> = (0..TASKS)
         .flat_map(|i| common::regions(i).map(|r| (r.base, r.len, r.rights.contains(W))))

@@ -24,11 +24,13 @@ use crate::cost::{self, Cost};
 use crate::exit::ExitCode;
 use crate::kmain::fatal;
 use crate::writer::{CheckpointWriter, Written};
+use amber_core::abi::Error;
 use amber_core::{
     Attempt, Cause, CheckpointEvent, Context, Fault, Halt, HaltOutcome, Kernel, Platform, Step,
     ThreadId, MAX_OBJECTS,
 };
-use amber_nvm::CutNvm;
+use amber_format::Region;
+use amber_nvm::{CutNvm, Nvm};
 use log::{error, info};
 use task_memory::{PmpCache, TaskMemory};
 
@@ -78,12 +80,29 @@ pub fn with_system<R>(f: impl FnOnce(&mut System) -> R) -> R {
 }
 
 /// The machine as the core sees it.
-struct Machine {
+struct Machine<'a> {
     /// Absolute ticks now.
     now: u64,
+    /// The NVM and the checkpoint area in it, once the app is up (tasks reach the
+    /// rest through `NvmRead` and `NvmWrite`).
+    nvm: Option<(&'a mut SystemNvm, Region)>,
 }
 
-impl Platform for Machine {
+impl Machine<'_> {
+    /// The NVM, for a task's transfer at `[offset, offset + len)`: refused in the
+    /// checkpoint area (only the checkpoint writer writes there).
+    fn nvm_for(&mut self, offset: u32, len: usize) -> Result<&mut SystemNvm, Error> {
+        let (nvm, area) = self.nvm.as_mut().ok_or(Error::WrongState)?;
+        let end = u64::from(offset) + len as u64;
+        let area_end = u64::from(area.offset) + u64::from(area.len);
+        if u64::from(area.offset) < end && u64::from(offset) < area_end {
+            return Err(Error::BadArgument);
+        }
+        Ok(nvm)
+    }
+}
+
+impl Platform for Machine<'_> {
     fn console(&mut self, task: &str, bytes: &[u8]) {
         crate::console::task_output(task, bytes);
     }
@@ -109,6 +128,28 @@ impl Platform for Machine {
     fn counter_exact(&self) -> bool {
         Chosen::counter_exact()
     }
+
+    fn nvm_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), Error> {
+        let nvm = self.nvm_for(offset, buf.len())?;
+        nvm.read(offset, buf).map_err(|_| Error::NvmFailed)
+    }
+
+    fn nvm_write(&mut self, offset: u32, data: &[u8]) -> Result<(), Error> {
+        let nvm = self.nvm_for(offset, data.len())?;
+        nvm.write(offset, data).map_err(|_| Error::NvmFailed)?;
+        nvm.fence();
+        Ok(())
+    }
+
+    fn nvm_window(&self) -> Option<u32> {
+        Chosen::MAP.nvm_window
+    }
+
+    fn nvm_on_bus(&self) -> bool {
+        self.nvm
+            .as_ref()
+            .is_some_and(|(nvm, _)| Chosen::nvm_wire_bytes(nvm.inner()).is_some())
+    }
 }
 
 impl System {
@@ -119,12 +160,16 @@ impl System {
 
     /// The kernel, the task memory as the kernel writes it (marking what it writes
     /// dirty), and the machine.
-    fn parts(&mut self) -> (&mut Kernel, TaskMemory<'_>, Machine) {
+    fn parts(&mut self) -> (&mut Kernel, TaskMemory<'_>, Machine<'_>) {
         let now = self.now_ticks();
-        let mem = TaskMemory {
-            dirty: self.writer.as_mut().map(|w| &mut w.mem_dirty),
+        let (dirty, nvm) = match self.writer.as_mut() {
+            Some(w) => {
+                let area = w.mgr.area();
+                (Some(&mut w.mem_dirty), Some((&mut w.nvm, area)))
+            }
+            None => (None, None),
         };
-        (&mut self.kernel, mem, Machine { now })
+        (&mut self.kernel, TaskMemory { dirty }, Machine { now, nvm })
     }
 
     /// Ticks and console bytes since boot (the idle test's evidence).

@@ -306,7 +306,7 @@ fn restore(nvm: &mut SystemNvm, mgr: &Manager, tasks: &'static [TaskImage], kern
     }
     let records = records.iter().map(|(i, b)| (*i, b.as_slice()));
     kernel
-        .restore_into(records, &mut Machine { now: 0 })
+        .restore_into(records, &mut Machine { now: 0, nvm: None })
         .unwrap_or_else(|e| {
             fatal(
                 ExitCode::NvmRefused,

@@ -47,11 +47,14 @@ pub enum Error {
     /// (see "Persist callbacks" in the crate doc): nothing was received or waited
     /// for; persist, then call `PersistDone`.
     Interrupted = 15,
+    /// `NvmRead` or `NvmWrite`: the NVM device reported an error; what a write stored
+    /// is unknown.
+    NvmFailed = 16,
 }
 
 impl Error {
     /// Every error, in code order.
-    pub const ALL: [Error; 15] = [
+    pub const ALL: [Error; 16] = [
         Error::BadSyscall,
         Error::BadSlot,
         Error::EmptySlot,
@@ -67,6 +70,7 @@ impl Error {
         Error::NoSpace,
         Error::CheckpointFailed,
         Error::Interrupted,
+        Error::NvmFailed,
     ];
 
     /// The error with code `n`; `None` for 0 (success) and unknown codes.
@@ -103,6 +107,7 @@ impl Error {
             Error::NoSpace => "receiver cannot hold another memory region",
             Error::CheckpointFailed => "the checkpoint could not be committed",
             Error::Interrupted => "the kernel asks this persist callback to persist",
+            Error::NvmFailed => "the NVM device reported an error",
         }
     }
 }
@@ -126,7 +131,7 @@ mod tests {
         }
         assert_eq!(Error::from_u32(0), None, "0 means success, not an error");
         assert_eq!(Error::check(0), Ok(()));
-        assert_eq!(Error::from_u32(16), None);
+        assert_eq!(Error::from_u32(Error::ALL.len() as u32 + 1), None);
         assert_eq!(Error::check(999), Err(Error::BadSyscall));
     }
 }

@@ -39,11 +39,13 @@
 //! | 17 | `CapInfo` | a0 = slot | a1 = [`ObjKind`], a2 = [`Rights`] bits, a3 = badge | `BadSlot`, `EmptySlot` |
 //! | 18 | `ObjDelete` | a0 = slot | – | slot errors, `NoRights` (DELETE), `WrongKind` (CapGroup) |
 //! | 19 | `TaskInfo` | a0 = task slot or [`NO_SLOT`] for the caller | a1 = thread id, a2 = [`TaskState`], a3 = exit code | slot errors, `NoRights` (READ) |
-//! | 20 | `Now` | – | a1/a2 = ticks since boot, low/high; a3 = 1 when the `cycle` and `instret` counters count exactly (QEMU `-icount`), 0 when they follow a clock (then they are no instruction count) | – |
+//! | 20 | `Now` | – | a1/a2 = ticks since boot, low/high; a3 = 1 when the `cycle` and `instret` counters count exactly (QEMU `-icount`), 0 when they follow a clock (then they are no instruction count); a4 = 1 when the kernel's NVM is on a serial bus (SPI FRAM: reach NVM grants only by `NvmRead`/`NvmWrite`), 0 when it is memory-mapped | – |
 //! | 21 | `Checkpoint` | – | – (blocks until a checkpoint containing the caller has committed) | `CheckpointFailed`, `Interrupted` (a persist callback: persist, then `PersistDone`) |
 //! | 22 | `CommitWatch` | a0 = pointer to the 16-byte watch block (see below), 0 = remove the watch; a1 = notification slot; a2 = bits to signal after each commit; a3 = bits to signal after a restore; a4 = [`WatchFlags`] bits | – | `BadPointer` (the 16 bytes must lie in one non-device region the caller may READ and WRITE), slot errors, `NoRights` (WRITE), `BadArgument` (unknown flag bits) |
 //! | 23 | `PersistDone` | a0 = the caller's static bound on its persist work in instructions (0 = none; the kernel reports it next to the measured cost on a power failure) | – (the checkpoint the kernel was waiting for has been taken when the caller runs again) | `WrongState` (no persist was asked of the caller) |
 //! | 24 | `ReplyRecv` | a0 = endpoint slot, a1..a4 = reply words, a5 = [`IpcDesc`] ptr or 0 (its send half for the reply, its receive half for the message) | as `Recv` | a reply the caller owes is given first, as `Reply` (none owed: a plain `Recv`); when the reply's own message or descriptor is invalid, its error and nothing received; else as `Recv` |
+//! | 25 | `NvmRead` | a0 = slot of an `eternal` MemObj or an NvmRegion, a1 = offset in it, a2 = buffer ptr, a3 = len (≤ [`MAX_NVM_TRANSFER`]) | – (the bytes are in the buffer) | slot errors (`WrongKind`: another kind, or a MemObj that is not eternal), `NoRights` (READ), `TooLong`, `BadArgument` (the range leaves the grant), `BadPointer` (the buffer: WRITE), `NvmFailed` |
+//! | 26 | `NvmWrite` | as `NvmRead` | – (the bytes reached the NVM, in the order of the kernel's own stores: a power cut may tear this write as it would any store) | as `NvmRead`, with WRITE on the grant and READ on the buffer |
 //!
 //! "Slot errors" are `BadSlot`, `EmptySlot`, `WrongKind`. "Descriptor errors" are
 //! `BadPointer`, `TooLong`, `BadSlot`, `EmptySlot`, `NoRights` (the transferred cap
@@ -129,6 +131,10 @@ mod watch;
 
 pub use error::Error;
 pub use ipc::{IpcDesc, IPC_DESC_SIZE, MAX_DEBUG_WRITE, MAX_MSG_BYTES, MSG_WORDS, NO_SLOT};
+
+/// The most bytes one `NvmRead` or `NvmWrite` moves (the kernel copies through a
+/// buffer of this size on its stack).
+pub const MAX_NVM_TRANSFER: u32 = 256;
 pub use rights::Rights;
 pub use sysno::{ObjKind, Sysno, TaskState};
 pub use watch::{WatchFlags, COMMITTED_OFFSET, COMMIT_WATCH_SIZE, WATCHED_OFFSET};

@@ -58,11 +58,17 @@ pub enum Sysno {
     /// Replies to the caller owed (as `Reply`), then receives on an endpoint (as
     /// `Recv`), in one call: a server's loop.
     ReplyRecv = 24,
+    /// Reads bytes of an NVM grant (an `eternal` memory object or an NvmRegion)
+    /// through the kernel's NVM driver into the caller's memory.
+    NvmRead = 25,
+    /// Writes bytes from the caller's memory to an NVM grant through the kernel's NVM
+    /// driver: on a serial bus the one way a task reaches the chip the kernel shares.
+    NvmWrite = 26,
 }
 
 impl Sysno {
     /// Every syscall, in number order.
-    pub const ALL: [Sysno; 25] = [
+    pub const ALL: [Sysno; 27] = [
         Sysno::Null,
         Sysno::Yield,
         Sysno::Exit,
@@ -88,6 +94,8 @@ impl Sysno {
         Sysno::CommitWatch,
         Sysno::PersistDone,
         Sysno::ReplyRecv,
+        Sysno::NvmRead,
+        Sysno::NvmWrite,
     ];
 
     /// The syscall with number `n`, or `None` for an unknown number.

@@ -203,6 +203,27 @@ pub fn counters_exact() -> bool {
     call(Sysno::Now, [0; 6]).is_ok_and(|r| r[3] == 1)
 }
 
+/// Whether the kernel reaches its NVM over a serial bus (SPI FRAM): then a task
+/// reaches its NVM grants only by [`nvm_read`] and [`nvm_write`], since the chip is
+/// the kernel's to drive; on memory-mapped NVM it may also load and store them.
+pub fn nvm_on_bus() -> bool {
+    call(Sysno::Now, [0; 6]).is_ok_and(|r| r[4] == 1)
+}
+
+/// Reads `buf.len()` (at most `MAX_NVM_TRANSFER`) bytes at `offset` of the NVM grant
+/// in `slot` (an `eternal` memory object or an NvmRegion) through the kernel.
+pub fn nvm_read(slot: u32, offset: u32, buf: &mut [u8]) -> Result<(), Error> {
+    let (ptr, len) = (ptr(buf.as_ptr()), buf.len() as u32);
+    call(Sysno::NvmRead, [slot, offset, ptr, len, 0, 0]).map(drop)
+}
+
+/// Writes `data` (at most `MAX_NVM_TRANSFER` bytes) at `offset` of the NVM grant in
+/// `slot` through the kernel: one store in the kernel's own sequence of NVM stores.
+pub fn nvm_write(slot: u32, offset: u32, data: &[u8]) -> Result<(), Error> {
+    let (ptr, len) = (ptr(data.as_ptr()), data.len() as u32);
+    call(Sysno::NvmWrite, [slot, offset, ptr, len, 0, 0]).map(drop)
+}
+
 /// Asks for a whole-system checkpoint and returns once it has committed: everything
 /// this task did before the call survives any later power cut.
 pub fn checkpoint() -> Result<(), Error> {

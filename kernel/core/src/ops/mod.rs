@@ -11,7 +11,7 @@
 //! | 3 | notify | signal and wait |
 //! | 4 | caps | install, derive, delete, revoke; destroy an object |
 //! | 5 | ipc | send, call, receive, reply |
-//! | 6 | irq, timer | interrupts to drivers; timers |
+//! | 6 | irq, timer, nvm | interrupts to drivers; timers; tasks' transfers to their NVM grants |
 //! | 7 | watch, persist | commit watches; persist phases |
 //! | 8 | lifecycle | exit, fault, restart, the tick |
 //! | 9 | invariants | the whole tree's invariants (read only) |
@@ -28,6 +28,7 @@ mod irq;
 mod items;
 mod lifecycle;
 mod notify;
+mod nvm;
 mod outcome;
 mod persist;
 mod sched;

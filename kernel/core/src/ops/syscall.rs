@@ -100,11 +100,19 @@ impl Kernel {
             Sysno::Now => {
                 let now = plat.now_ticks();
                 let exact = u32::from(plat.counter_exact());
-                Outcome::Done(Ok(Results::of(&[now as u32, (now >> 32) as u32, exact])))
+                let bus = u32::from(plat.nvm_on_bus());
+                Outcome::Done(Ok(Results::of(&[
+                    now as u32,
+                    (now >> 32) as u32,
+                    exact,
+                    bus,
+                ])))
             }
             Sysno::Checkpoint => self.sys_checkpoint(t),
             Sysno::CommitWatch => self.sys_commit_watch(t, a),
             Sysno::PersistDone => self.sys_persist_done(t, a[0]),
+            Sysno::NvmRead => done(self.sys_nvm(t, false, a, mem, plat)),
+            Sysno::NvmWrite => done(self.sys_nvm(t, true, a, mem, plat)),
         }
     }
 

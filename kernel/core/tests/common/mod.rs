@@ -101,6 +101,21 @@ pub struct FakePlat {
     pub completed: Vec<u32>,
     pub now: u64,
     pub counter_exact: bool,
+    /// The NVM `NvmRead`/`NvmWrite` reach (empty: none), where it is mapped, and
+    /// whether it is on a serial bus.
+    pub nvm: Vec<u8>,
+    pub nvm_window: Option<u32>,
+    pub nvm_on_bus: bool,
+}
+
+impl FakePlat {
+    fn nvm_range(&self, offset: u32, len: usize) -> Result<std::ops::Range<usize>, Error> {
+        let start = offset as usize;
+        match start.checked_add(len) {
+            Some(end) if end <= self.nvm.len() => Ok(start..end),
+            _ => Err(Error::NvmFailed),
+        }
+    }
 }
 
 impl Platform for FakePlat {
@@ -121,6 +136,22 @@ impl Platform for FakePlat {
     }
     fn counter_exact(&self) -> bool {
         self.counter_exact
+    }
+    fn nvm_read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), Error> {
+        let r = self.nvm_range(offset, buf.len())?;
+        buf.copy_from_slice(&self.nvm[r]);
+        Ok(())
+    }
+    fn nvm_write(&mut self, offset: u32, data: &[u8]) -> Result<(), Error> {
+        let r = self.nvm_range(offset, data.len())?;
+        self.nvm[r].copy_from_slice(data);
+        Ok(())
+    }
+    fn nvm_window(&self) -> Option<u32> {
+        self.nvm_window
+    }
+    fn nvm_on_bus(&self) -> bool {
+        self.nvm_on_bus
     }
 }
 

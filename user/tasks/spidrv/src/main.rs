@@ -17,12 +17,18 @@
 //! writes again); nothing is ever dropped. Its fault policy must be "end": a restart
 //! would format the ring.
 //!
+//! Where the kernel's own NVM is on the SPI bus (`amber_user::nvm_on_bus`), the driver
+//! reaches the ring and the FRAM partition only through the kernel (`NvmRead` and
+//! `NvmWrite` on its eternal areas' capabilities, `store.rs`): the kernel then drives
+//! the one chip for everyone, one transfer at a time, and counts these stores in one
+//! sequence with its own (so `amber.cut` can cut them); on memory-mapped NVM it loads
+//! and stores the ring and emulates the FRAM chip itself.
+//!
 //! It is a persist callback that persists nothing: asked to persist, it says
-//! `PersistDone` only at the top of its loop, between requests, where it has no
-//! transfer on the bus. So the kernel, which writes a checkpoint only once every
-//! callback is done, never takes the SPI bus it shares with this driver on the
-//! ESP32-C3 in the middle of one of its transfers (README, "NVM buses"). It must
-//! never touch the bus outside a request once it has registered.
+//! `PersistDone` only at the top of its loop, between requests, so that every
+//! checkpoint finds the ring's writer index (the commit watch's counter) between
+//! requests (README, "NVM buses"). It must never touch the ring or the FRAM outside a
+//! request once it has registered.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
@@ -34,15 +40,22 @@ use amber_spi_api::{
 };
 use amber_user::abi::NO_SLOT;
 use amber_user::{
-    build_setting, commit_watch, counters_exact, memory, persist_done, poll, println, recv, reply,
-    Error, IpcDesc, Memory, WatchFlags,
+    build_setting, commit_watch, counters_exact, memory, nvm_on_bus, persist_done, poll, println,
+    recv, reply, Error, IpcDesc, Memory, WatchFlags,
 };
 use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
+
+mod store;
+
+use store::{Grant, Store};
 
 amber_user::main!(main);
 
 const ENDPOINT: u32 = 0;
 const NOTIFICATION: u32 = 1;
+/// The capability slots of the eternal areas `ring` and `fram` (the app's cap order).
+const RING_SLOT: u32 = 2;
+const FRAM_SLOT: u32 = 3;
 const COMMITTED: u32 = 1 << 0;
 const RESTORED: u32 = 1 << 1;
 /// The NVM's ring area and FRAM partition, and the driver's memory `spi`.
@@ -78,7 +91,10 @@ const REPORT_EVERY: u64 = 1000;
 /// The commit watch: [ring writer index, committed writer index (kernel-written)].
 static mut WATCH: [u64; 2] = [0; 2];
 
-type Device = Fram<EmuFram<MmioNvm>>;
+/// The ring's NVM, and the FRAM: the chip emulated here over the partition, or the
+/// partition through the kernel, which drives the chip.
+type RingNvm = Store<MmioNvm>;
+type Device = Store<Fram<EmuFram<MmioNvm>>>;
 
 /// Spends `cycles` CPU cycles: the time the SPI transfer would take (cycles of the
 /// `cycle` counter, which counts exactly only under `-icount`; without it, ticks of
@@ -94,17 +110,34 @@ fn main() {
     // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
     // stopped for a checkpoint.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
-    // SAFETY: the app grants this task these two eternal areas of the NVM, mapped by
-    // PMP, and no other task.
-    let (mut ring_nvm, fram_nvm) = unsafe {
+    let on_bus = nvm_on_bus();
+    let (mut ring_nvm, mut fram): (RingNvm, Device) = if on_bus {
         (
-            MmioNvm::new(RING.base as *mut u8, RING.len as u32),
-            MmioNvm::new(FRAM.base as *mut u8, FRAM_PART.size()),
+            Store::Kernel(Grant {
+                slot: RING_SLOT,
+                size: RING.len as u32,
+            }),
+            Store::Kernel(Grant {
+                slot: FRAM_SLOT,
+                size: FRAM_PART.size(),
+            }),
+        )
+    } else {
+        // SAFETY: the app grants this task these two eternal areas of the NVM, mapped
+        // by PMP, and no other task.
+        let (ring, part) = unsafe {
+            (
+                MmioNvm::new(RING.base as *mut u8, RING.len as u32),
+                MmioNvm::new(FRAM.base as *mut u8, FRAM_PART.size()),
+            )
+        };
+        let chip = EmuFram::new(FRAM_PART, part, CYCLES_PER_BYTE, spend)
+            .expect("the FRAM range fits the part");
+        (
+            Store::Direct(ring),
+            Store::Direct(Fram::new(chip, FRAM_PART)),
         )
     };
-    let chip = EmuFram::new(FRAM_PART, fram_nvm, CYCLES_PER_BYTE, spend)
-        .expect("the FRAM range fits the part");
-    let mut fram: Device = Fram::new(chip, FRAM_PART);
     let region = Region {
         offset: 0,
         len: RING.len as u32,
@@ -129,18 +162,27 @@ fn main() {
     Ring::format(&mut ring_nvm, region).expect("format the ring");
     let (mut ring, _) = IndexedRing::open(&mut ring_nvm, &mut fram, region, RingIndex(0), slots)
         .expect("open the ring");
-    println!(
-        "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes at {} {} per wire byte",
-        ring.ring().capacity(),
-        INDEX_SLOTS,
-        FRAM_PART.size(),
-        CYCLES_PER_BYTE,
-        if counters_exact() {
-            "cycles"
-        } else {
-            "host clock ticks (cycles only under -icount)"
-        }
-    );
+    if on_bus {
+        println!(
+            "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes, all through the kernel's SPI bus",
+            ring.ring().capacity(),
+            INDEX_SLOTS,
+            FRAM_PART.size(),
+        );
+    } else {
+        println!(
+            "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes at {} {} per wire byte",
+            ring.ring().capacity(),
+            INDEX_SLOTS,
+            FRAM_PART.size(),
+            CYCLES_PER_BYTE,
+            if counters_exact() {
+                "cycles"
+            } else {
+                "host clock ticks (cycles only under -icount)"
+            }
+        );
+    }
     // A write's bytes, copied out of the client's buffer before anything checks them;
     // a read's, before they go to the buffer. Also what a Recv takes (and drops) of
     // bytes a client sends anyway, so that such a message cannot make it fail.
@@ -216,7 +258,7 @@ fn main() {
 /// serving the persist callbacks of that checkpoint's persist phase.
 fn write(
     ring: &mut IndexedRing,
-    ring_nvm: &mut MmioNvm,
+    ring_nvm: &mut RingNvm,
     watch: &mut [u64; 2],
     addr: u32,
     data: &[u8],
@@ -236,7 +278,7 @@ fn write(
 /// a commit applies the ring up to the committed writer index.
 fn events(
     ring: &mut IndexedRing,
-    ring_nvm: &mut MmioNvm,
+    ring_nvm: &mut RingNvm,
     fram: &mut Device,
     watch: &[u64; 2],
     applies: &mut u64,
@@ -258,10 +300,11 @@ fn events(
     }
 }
 
-/// Every [`REPORT_EVERY`] applies: what the driver put on the bus since it started.
+/// Every [`REPORT_EVERY`] applies: what the driver put on the bus since it started
+/// (on the kernel's bus, the kernel reports the wire bytes).
 fn report(fram: &Device, applies: &mut u64) {
     *applies += 1;
-    if applies.is_multiple_of(REPORT_EVERY) {
+    if let (true, Store::Direct(fram)) = (applies.is_multiple_of(REPORT_EVERY), fram) {
         let s = fram.stats();
         println!(
             "spidrv: {} commits applied; bus: {} transactions, {} wire bytes, {} bytes written in {} writes, {} read in {} reads",
@@ -273,7 +316,7 @@ fn report(fram: &Device, applies: &mut u64) {
 /// Applies the ring up to `visible` (if that is ahead of what is applied).
 fn apply(
     ring: &mut IndexedRing,
-    ring_nvm: &mut MmioNvm,
+    ring_nvm: &mut RingNvm,
     fram: &mut Device,
     visible: u64,
 ) -> Result<(), SpiError> {
