@@ -72,8 +72,10 @@ extern "C" fn kmain(a0: usize, a1: usize) -> ! {
     }
 }
 
-/// An injected power cut (`amber.cut`): the torn store is written; stop at once.
-fn power_cut() -> ! {
+/// An injected power cut (`amber.cut`, or the harvesting harness's brown-out): the
+/// torn store at NVM offset `offset` is written; say where, and stop at once.
+fn power_cut(offset: u32) -> ! {
+    info!("power cut at the store to NVM offset {offset:#x}");
     Chosen::exit(ExitCode::PowerCut)
 }
 

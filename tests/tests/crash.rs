@@ -55,24 +55,47 @@ struct Summary {
     recoveries: usize,
     fresh_starts: usize,
     cuts_in_boot: usize,
+    /// Where the fired store cuts fell: the checkpoint area, the SPI driver's ring,
+    /// its FRAM partition, elsewhere (superblock, boot records).
+    cut_in: [usize; 4],
     last_version: u64,
+}
+
+/// Which of [`Summary::cut_in`] the store the kernel said it cut (`power cut at the
+/// store to NVM offset 0x..`, in `transcript`) falls in, by the image's superblock.
+fn cut_place(transcript: &str, image: &[u8]) -> Option<usize> {
+    const KEY: &str = "power cut at the store to NVM offset 0x";
+    let line = transcript.lines().find(|l| l.contains(KEY))?;
+    let hex = &line[line.find(KEY)? + KEY.len()..];
+    let digits: String = hex.chars().take_while(char::is_ascii_hexdigit).collect();
+    let offset = u32::from_str_radix(&digits, 16).ok()?;
+    let raw: [u8; amber_format::SUPERBLOCK_LEN] =
+        image.get(..amber_format::SUPERBLOCK_LEN)?.try_into().ok()?;
+    let sb = amber_format::Superblock::decode(&raw, image.len() as u32).ok()?;
+    let inside = |r: amber_format::Region| r.offset <= offset && offset - r.offset < r.len;
+    Some(
+        [sb.kernel_area, sb.ring_area, sb.fram_area]
+            .into_iter()
+            .position(inside)
+            .unwrap_or(3),
+    )
 }
 
 /// Runs `cycles() * rounds` crash-and-reboot cycles of `app` on one NVM image, half
 /// of them by SIGKILL and half by a cut at a chosen store.
 fn crash_loop(app: &str, rounds: usize, inv: &mut dyn Invariant) {
-    crash_cycles(app, cycles() * rounds, None, inv)
+    crash_cycles(app, cycles() * rounds, None, inv);
 }
 
 /// As [`crash_loop`] with the NVM on the SPI bus, for a quarter of the cycles (at
 /// least 8).
-fn crash_loop_spi(app: &str, rounds: usize, inv: &mut dyn Invariant) {
+fn crash_loop_spi(app: &str, rounds: usize, inv: &mut dyn Invariant) -> Summary {
     crash_cycles(app, (cycles() * rounds / 4).max(8), Some(NvmBus::Spi), inv)
 }
 
 /// `total` crash-and-reboot cycles of `app`, on `bus` (else the one `AMBER_NVM_BUS`
 /// names).
-fn crash_cycles(app: &str, total: usize, bus: Option<NvmBus>, inv: &mut dyn Invariant) {
+fn crash_cycles(app: &str, total: usize, bus: Option<NvmBus>, inv: &mut dyn Invariant) -> Summary {
     let mut rng = Rng::from_env(app);
     let mut s = Summary::default();
     let mut machine = app_machine(app);
@@ -173,12 +196,20 @@ fn crash_cycles(app: &str, total: usize, bus: Option<NvmBus>, inv: &mut dyn Inva
         std::thread::sleep(Duration::from_millis(20));
         let cut_fired = q.try_exit_code() == Some(ExitCode::PowerCut.code());
         q.kill();
+        let bytes = std::fs::read(&image).expect("the NVM image");
         if by_store && cut_fired {
             s.store_cuts += 1;
+            let place = cut_place(&q.transcript(), &bytes).unwrap_or_else(|| {
+                panic!(
+                    "{app} cycle {cycle}: the kernel did not say where it cut\n{}",
+                    q.transcript()
+                )
+            });
+            s.cut_in[place] += 1;
         } else {
             s.sigkills += 1;
         }
-        let report = nvm_inspect::inspect(&std::fs::read(&image).expect("the NVM image"));
+        let report = nvm_inspect::inspect(&bytes);
         assert!(
             report.is_consistent(),
             "{app} cycle {cycle}: nvm-inspect after the cut: {:?}\n{}",
@@ -195,11 +226,16 @@ fn crash_cycles(app: &str, total: usize, bus: Option<NvmBus>, inv: &mut dyn Inva
         }
     }
     let figures = format!(
-        "{total} cycles ({} SIGKILL, {} cuts at a chosen store, {} of them before recovery finished), \
+        "{total} cycles ({} SIGKILL, {} cuts at a chosen store, {} of them before recovery finished; \
+         {} in the checkpoint area, {} in the SPI driver's ring, {} in its FRAM partition, {} elsewhere), \
          {} recoveries, {} fresh starts, checkpoint version {} reached, progress {}, violations: 0",
         s.sigkills,
         s.store_cuts,
         s.cuts_in_boot,
+        s.cut_in[0],
+        s.cut_in[1],
+        s.cut_in[2],
+        s.cut_in[3],
         s.recoveries,
         s.fresh_starts,
         s.last_version,
@@ -213,6 +249,7 @@ fn crash_cycles(app: &str, total: usize, bus: Option<NvmBus>, inv: &mut dyn Inva
     assert!(s.store_cuts > 0, "{app}: no injected store cut fired");
     assert!(inv.progress() > 0, "{app}: no progress over {total} cycles");
     record(&format!("crash cycles, app {app}{on} (QEMU): {figures}"));
+    s
 }
 
 /// Counter: every printed value was committed first, so printed values never go back.
@@ -355,7 +392,14 @@ fn heap_apps() -> All {
 
 #[test]
 fn the_heap_apps_on_the_spi_bus_find_their_heap_as_their_own_state_left_it() {
-    crash_loop_spi("heap", 2, &mut heap_apps());
+    let s = crash_loop_spi("heap", 2, &mut heap_apps());
+    // On the SPI bus the driver's ring and FRAM stores are the kernel's too, in one
+    // numbered sequence: the chosen-store cuts must reach them.
+    assert!(
+        s.cut_in[1] + s.cut_in[2] > 0,
+        "no store cut fell in the SPI driver's ring or FRAM partition: {:?}",
+        s.cut_in
+    );
 }
 
 #[test]

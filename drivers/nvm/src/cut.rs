@@ -23,13 +23,14 @@ pub struct CutNvm<N> {
     inner: N,
     stores: u64,
     cut: Option<CutAt>,
-    stop: fn() -> !,
+    stop: fn(u32) -> !,
     brown_out: Option<fn() -> bool>,
 }
 
 impl<N: Nvm> CutNvm<N> {
-    /// Wraps `inner`; at the store `cut` names, calls `stop`, which must not return.
-    pub fn new(inner: N, cut: Option<CutAt>, stop: fn() -> !) -> Self {
+    /// Wraps `inner`; at the store `cut` names, calls `stop` with the store's offset
+    /// (so the machine can say where it was cut); `stop` must not return.
+    pub fn new(inner: N, cut: Option<CutAt>, stop: fn(u32) -> !) -> Self {
         CutNvm {
             inner,
             stores: 0,
@@ -76,11 +77,11 @@ impl<N: Nvm> Nvm for CutNvm<N> {
                 // A failed torn write changes nothing the cut would not.
                 let _ = self.inner.write(offset, &data[..keep]);
                 self.inner.fence();
-                (self.stop)()
+                (self.stop)(offset)
             }
             _ if self.brown_out.is_some_and(|spent| spent()) => {
                 self.inner.fence();
-                (self.stop)()
+                (self.stop)(offset)
             }
             _ => self.inner.write(offset, data),
         }
@@ -100,8 +101,8 @@ mod tests {
     use super::*;
     use crate::sim::VecNvm;
 
-    fn stop() -> ! {
-        panic!("power cut")
+    fn stop(offset: u32) -> ! {
+        panic!("power cut at {offset}")
     }
 
     #[test]
