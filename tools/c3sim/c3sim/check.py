@@ -1,6 +1,8 @@
 """`python -m c3sim.check --images DIR --work DIR`: the test command's simulator checks
 on the images `cargo xtask build --board esp32c3 APP` wrote. The demo boots on a blank
-FRAM to its tasks' console lines; ckcounter is cut at a random instruction count
+FRAM to its tasks' console lines; the faulter's six forbidden accesses are each
+stopped by PMP (or as an illegal instruction) with the cause and address expected, the
+task restarted, and the heartbeat beats on; ckcounter is cut at a random instruction count
 CYCLES times, each run on the FRAM the last one left, and the counter it prints never
 goes below the last value a run printed as committed; a brown-out leads to one last
 checkpoint, and the next boot recovers exactly it. Prints the cycle summary and
@@ -53,6 +55,77 @@ def check_demo(images, work):
         raise SystemExit(f"demo: a task faulted or the kernel reported an error:\n{text}")
     print(f"c3sim check: demo booted to its tasks' lines in {m.instructions} instructions "
           f"({m.instructions / seconds / 1e6:.2f} M instructions per second)")
+
+
+# The faulter's accesses on the C3 (kernel/src/board/esp32c3/map.rs; heartbeat's code
+# and RAM come first, 8 KiB each): (announced, mcause, the kernel's name of it, address).
+FAULTER_BUDGET = 40_000_000
+FAULTER_ACCESSES = [
+    ("reading kernel memory", 5, "load access fault", 0x3FC8_0000),
+    ("writing another task's memory", 7, "store access fault", 0x3FCC_E000),
+    ("reading a device register", 5, "load access fault", 0x6000_0000),  # UART0
+    ("executing an illegal instruction", 2, "illegal instruction", None),
+    # Its own code (0x403C_8000 on the instruction bus) seen through the data bus.
+    ("writing its own code through the data bus", 7, "store access fault", 0x3FCC_8000),
+    # Its own RAM (0x3FCD_0000 on the data bus) seen through the instruction bus.
+    ("executing its own RAM through the instruction bus", 1, "instruction access fault", 0x403D_0000),
+]
+FAULTER_DONE = "faulter: done, all 6 forbidden accesses were stopped"
+
+
+def check_faulter(images, work):
+    """Each forbidden access is announced, trapped with its cause and address (the
+    simulator's record of the exception and the kernel's report agree), the task is
+    restarted for the next, and the heartbeat goes on for two beats after the last."""
+    fram = os.path.join(work, "faulter-fram.img")
+    if os.path.exists(fram):
+        os.remove(fram)
+
+    done_beats = []
+
+    def until(m):
+        if not done_beats and FAULTER_DONE.encode() in m.console:
+            done_beats.append(m.console.count(b"[heartbeat] heartbeat"))
+        return bool(done_beats) and m.console.count(b"[heartbeat] heartbeat") >= done_beats[0] + 2
+
+    with open(os.path.join(images, "faulter.bin"), "rb") as f:
+        m, stop, seconds = boot(f.read(), fram, FAULTER_BUDGET, until)
+    text = m.console.decode(errors="replace")
+    if stop is not None:
+        raise SystemExit(f"faulter: the run stopped: {stop}\n{text}")
+    lines = [line for line in text.splitlines() if "[faulter] faulter: " in line or "task faulter: " in line]
+    # Every exception the simulator delivered, in order. Store faults on a task's own
+    # RAM are also the kernel's write tracking (PMP write protection), so the accesses
+    # must appear in order among them, and no other fetch, illegal-instruction or load
+    # fault may.
+    traps = [(cause, tval) for cause, _epc, tval in m.traps if cause in (1, 2, 5, 7)]
+    stray = [t for t in traps if t[0] != 7]
+    if len(stray) != sum(1 for a in FAULTER_ACCESSES if a[1] != 7):
+        raise SystemExit(f"faulter: unexpected fetch, illegal or load faults {stray}:\n{text}")
+    pos = 0
+    for i, (what, cause, name, addr) in enumerate(FAULTER_ACCESSES):
+        announced, report = lines[2 * i : 2 * i + 2] if len(lines) >= 2 * i + 2 else ("", "")
+        at = f" at {addr:#010x}" if addr is not None else " at 0x"
+        if what not in announced or (addr is not None and not announced.endswith(at)):
+            raise SystemExit(f"faulter access {i}: expected it to announce {what!r}{at}, got {announced!r}")
+        if f"task faulter: {name}{at}" not in report or "task restarted" not in report:
+            raise SystemExit(f"faulter access {i}: expected the kernel to report a {name}{at} and "
+                             f"restart the task, got {report!r}")
+        while pos < len(traps) and not (traps[pos][0] == cause and addr in (None, traps[pos][1])):
+            pos += 1
+        if pos == len(traps):
+            raise SystemExit(f"faulter access {i}: no trap with mcause {cause}, mtval {addr} "
+                             f"after the previous access's among {traps}")
+        pos += 1
+    if FAULTER_DONE not in text or "faulter: ERROR" in text:
+        raise SystemExit(f"faulter: expected {FAULTER_DONE!r} and no 'faulter: ERROR':\n{text}")
+    if not done_beats or m.console.count(b"[heartbeat] heartbeat") < done_beats[0] + 2:
+        raise SystemExit(f"faulter: the heartbeat did not beat twice after the faults in "
+                         f"{FAULTER_BUDGET} instructions:\n{text}")
+    causes = ", ".join(f"{name} (mcause {cause})" for _, cause, name, _ in FAULTER_ACCESSES)
+    print(f"c3sim check: faulter's 6 forbidden accesses stopped and the task restarted: {causes}; "
+          f"the heartbeat beat on ({m.instructions} instructions, "
+          f"{m.instructions / seconds / 1e6:.2f} M per second)")
 
 
 def check_ckcounter(images, work, cycles, seed):
@@ -140,6 +213,7 @@ def main(argv=None):
     os.makedirs(args.work, exist_ok=True)
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     check_demo(args.images, args.work)
+    check_faulter(args.images, args.work)
     check_brown_out(args.images, args.work, seed)
     check_ckcounter(args.images, args.work, args.cycles, seed)
     return 0

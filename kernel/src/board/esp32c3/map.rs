@@ -32,6 +32,8 @@ pub const MAP: MemoryMap = MemoryMap {
         len: 0x4000,
     },
     code_alias: CODE_ALIAS,
+    // UART0 (TRM, "Peripheral address mapping").
+    console: 0x6000_0000,
     pmp_entries: 16,
     nvm_window: None,
 };
