@@ -77,7 +77,8 @@ def main(argv=None):
     print(
         f"c3sim: {bound}{m.instructions} instructions in {seconds:.2f} s host time "
         f"({rate / 1e6:.2f} M instructions per second), {m.interrupts} interrupts, "
-        f"{len(m.traps)} exceptions, {m.spi.transactions} SPI transactions",
+        f"{len(m.traps)} exceptions, {m.spi.transactions} SPI transactions; CPU clock at the end "
+        f"{m.system.cpu_hz() // 1_000_000} MHz, {m.timebase.seconds():.3f} simulated seconds",
         file=sys.stderr,
     )
     if stop is None:

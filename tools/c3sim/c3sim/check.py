@@ -53,8 +53,31 @@ def check_demo(images, work):
         raise SystemExit(f"demo: no console line with {missing} in {DEMO_BUDGET} instructions:\n{text}")
     if "fault" in text or "ERROR" in text:
         raise SystemExit(f"demo: a task faulted or the kernel reported an error:\n{text}")
+    check_clock(m, text)
     print(f"c3sim check: demo booted to its tasks' lines in {m.instructions} instructions "
           f"({m.instructions / seconds / 1e6:.2f} M instructions per second)")
+
+
+CLOCK_LINE = "CPU clock: 160 MHz from the 480 MHz PLL (was 80 MHz from the 480 MHz PLL)"
+TICK_LINE = 1  # kernel/src/board/esp32c3/mod.rs
+TICKS_PER_SECOND = 100
+
+
+def check_clock(m, text):
+    """The board switched the CPU to 160 MHz with the one write the model accepts and
+    said so, and the SYSTIMER tick stayed 100 per simulated second (time being each
+    cycle at the clock of its moment)."""
+    if m.system.cpu_hz() != 160_000_000 or m.system.clock_writes != [0x0D] or CLOCK_LINE not in text:
+        raise SystemExit(f"clock: CPU at {m.system.cpu_hz()} Hz after writes "
+                         f"{[hex(v) for v in m.system.clock_writes]} to SYSTEM_CPU_PER_CONF_REG, "
+                         f"expected 160 MHz after one write of 0xd and {CLOCK_LINE!r}:\n{text}")
+    seconds = m.timebase.seconds()
+    ticks = m.interrupts_on_line[TICK_LINE]
+    if abs(ticks - TICKS_PER_SECOND * seconds) > 2:
+        raise SystemExit(f"clock: {ticks} ticks in {seconds:.3f} simulated seconds, expected "
+                         f"{TICKS_PER_SECOND} per second")
+    print(f"c3sim check: CPU at 160 MHz from the PLL after one write of CPUPERIOD_SEL; "
+          f"{ticks} ticks in {seconds:.3f} simulated seconds ({ticks / seconds:.1f} per second)")
 
 
 # The faulter's accesses on the C3 (kernel/src/board/esp32c3/map.rs; heartbeat's code

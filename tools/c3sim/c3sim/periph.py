@@ -10,11 +10,40 @@ simulated CPU cycles since reset. Models never touch the emulator: machine.py wi
 them to it.
 """
 
-# The simulated CPU clock: the ROM leaves the C3 at 80 MHz from the PLL (one
-# instruction per cycle is the simulator's timing model); SYSTIMER counts at 16 MHz.
+# The simulated CPU clock as the ROM is taken to leave it: 80 MHz from the PLL (one
+# instruction per cycle is the simulator's timing model; SYSTEM's clock registers
+# change it, below). SYSTIMER counts at 16 MHz from the crystal, whatever the CPU runs at.
 CPU_HZ = 80_000_000
 SYSTIMER_HZ = 16_000_000
-CYCLES_PER_SYSTIMER_COUNT = CPU_HZ // SYSTIMER_HZ
+
+
+class Timebase:
+    """Simulated time across CPU clock changes: `cycles` (a callable) gives the CPU
+    cycles since reset, each as long as the CPU clock of its moment; SYSTIMER counts
+    are 16 MHz time. A change of the CPU clock starts a new segment, so the counts go
+    on at the same rate."""
+
+    def __init__(self, cycles, cpu_hz=CPU_HZ):
+        self.cycles = cycles
+        self.base_cycles, self.base_counts, self.base_seconds = 0, 0, 0.0
+        self.cpu_hz = cpu_hz
+        self.cycles_per_count = cpu_hz // SYSTIMER_HZ
+
+    def seconds(self):
+        """Simulated time since reset: each segment's cycles at its CPU clock."""
+        return self.base_seconds + (self.cycles() - self.base_cycles) / self.cpu_hz
+
+    def counts(self):
+        return self.base_counts + (self.cycles() - self.base_cycles) // self.cycles_per_count
+
+    def cycle_of(self, counts):
+        """The first CPU cycle at which SYSTIMER has counted `counts`."""
+        return self.base_cycles + max(0, counts - self.base_counts) * self.cycles_per_count
+
+    def set_cpu_hz(self, hz):
+        now = self.cycles()
+        self.base_counts, self.base_seconds, self.base_cycles = self.counts(), self.seconds(), now
+        self.cpu_hz, self.cycles_per_count = hz, hz // SYSTIMER_HZ
 
 
 class Undecoded(Exception):
@@ -286,8 +315,8 @@ class TimerGroup(Device):
 
 
 class Systimer(Device):
-    """SYSTIMER (TRM 10.4/10.5): UNIT0 counts at 16 MHz from reset (simulated CPU
-    cycles / 5); UNIT0_OP's update latches the count into VALUE_HI/LO and sets
+    """SYSTIMER (TRM 10.4/10.5): UNIT0 counts at 16 MHz from reset (the Timebase's
+    counts: CPU cycles / 5 at 80 MHz, / 10 at 160 MHz); UNIT0_OP's update latches the count into VALUE_HI/LO and sets
     VALUE_VALID; COMP0 in period mode (TARGET0_CONF bit 30) raises TARGET0 (INT_RAW bit
     0, source 37) every `period` counts from the COMP0_LOAD, while CONF.TARGET0_WORK_EN
     is set. One-shot mode and UNIT1/COMP1/COMP2 are not modelled."""
@@ -301,8 +330,8 @@ class Systimer(Device):
     UNIT0_UPDATE, UNIT0_VALUE_VALID = 1 << 30, 1 << 29
     PERIOD_MODE = 1 << 30
 
-    def __init__(self, clock):
-        self.clock = clock
+    def __init__(self, timebase):
+        self.timebase = timebase
         self.conf = self.UNIT0_WORK_EN | 1
         self.latched = 0
         self.valid = False
@@ -313,7 +342,7 @@ class Systimer(Device):
         self.int_raw = 0
 
     def count(self):
-        return self.clock() // CYCLES_PER_SYSTIMER_COUNT
+        return self.timebase.counts()
 
     def update(self):
         """Raises TARGET0 for every alarm time passed (period mode re-arms)."""
@@ -332,7 +361,7 @@ class Systimer(Device):
         """The CPU cycle of the next alarm, or None."""
         if self.next_alarm is None or not self.conf & self.TARGET0_WORK_EN:
             return None
-        return self.next_alarm * CYCLES_PER_SYSTIMER_COUNT
+        return self.timebase.cycle_of(self.next_alarm)
 
     def read(self, off):
         if off == self.CONF:
@@ -522,9 +551,87 @@ def io_mux():
     return Plain("IO MUX", 0x6000_9000, {0x04 + 4 * n: 0x0800 for n in range(22)})
 
 
-def system():
-    """SYSTEM: PERIP_CLK_EN0 (0x10) and PERIP_RST_EN0 (0x18)."""
-    return Plain("SYSTEM", 0x600C_0000, {0x10: 0xF9C1_E06F, 0x18: 0})
+class ClockRefused(Exception):
+    """A write to SYSTEM's clock registers that the board must never make."""
+
+
+class System(Plain):
+    """SYSTEM: PERIP_CLK_EN0 (0x10) and PERIP_RST_EN0 (0x18) as plain registers, and
+    the CPU clock (TRM 6.2): CPU_PER_CONF (0x08; CPUPERIOD_SEL bits 1:0, PLL_FREQ_SEL
+    bit 2, CPU_WAIT_MODE_FORCE_ON bit 3, CPU_WAITI_DELAY_NUM bits 7:4) and SYSCLK_CONF
+    (0x58; PRE_DIV_CNT bits 9:0, SOC_CLK_SEL bits 11:10, CLK_XTAL_FREQ bits 18:12
+    read-only). They start as the ROM is taken to leave them: the PLL at 480 MHz, the
+    CPU at 80 MHz (`rom_on_pll=False`: the chip's reset values, XTAL / 2 = 20 MHz).
+    The model accepts only what drivers/esp32c3's clock sequence may write:
+    CPUPERIOD_SEL 0 or 1 while the PLL is the source, everything else in both
+    registers unchanged. A reserved CPUPERIOD_SEL, a CPUPERIOD_SEL change off the PLL,
+    a PLL_FREQ_SEL change under a running CPU, a source change (the BBPLL is not
+    modelled) or a write to a read-only or reserved bit stops the run (ClockRefused).
+    A change of CPU_CLK is passed to the Timebase."""
+
+    CPU_PER_CONF, SYSCLK_CONF = 0x08, 0x58
+    CPUPERIOD_SEL, PLL_FREQ_SEL = 0b11, 1 << 2
+    CPU_PER_CONF_BITS = 0xFF
+    SOC_CLK_SEL_SHIFT, PLL = 10, 1
+
+    def __init__(self, timebase=None, rom_on_pll=True):
+        super().__init__("SYSTEM", 0x600C_0000, {0x10: 0xF9C1_E06F, 0x18: 0})
+        self.timebase = timebase
+        self.cpu_per_conf = 0x0000_000C
+        self.sysclk_conf = (40 << 12) | ((1 << 10) if rom_on_pll else 0) | 1
+        self.clock_writes = []
+
+    def on_pll(self):
+        return (self.sysclk_conf >> self.SOC_CLK_SEL_SHIFT) & 3 == self.PLL
+
+    def cpu_hz(self):
+        if not self.on_pll():
+            return 40_000_000 // ((self.sysclk_conf & 0x3FF) + 1)
+        return 160_000_000 if self.cpu_per_conf & self.CPUPERIOD_SEL == 1 else 80_000_000
+
+    def read(self, off):
+        if off == self.CPU_PER_CONF:
+            return self.cpu_per_conf
+        if off == self.SYSCLK_CONF:
+            return self.sysclk_conf
+        return super().read(off)
+
+    def write(self, off, value):
+        if off == self.CPU_PER_CONF:
+            self._write_cpu_per_conf(value)
+        elif off == self.SYSCLK_CONF:
+            if value != self.sysclk_conf:
+                raise ClockRefused(
+                    f"SYSTEM_SYSCLK_CONF_REG written {value:#010x} (holds {self.sysclk_conf:#010x}): "
+                    "the CPU clock's source, divider and read-only crystal field are never changed "
+                    "(the BBPLL, XTAL and RC_FAST switches are not modelled)")
+        else:
+            super().write(off, value)
+
+    def _write_cpu_per_conf(self, value):
+        old = self.cpu_per_conf
+        why = None
+        if value & ~self.CPU_PER_CONF_BITS:
+            why = "reserved bits 31:8 set"
+        elif value & self.CPUPERIOD_SEL > 1:
+            why = f"CPUPERIOD_SEL {value & self.CPUPERIOD_SEL} is reserved (0: 80 MHz, 1: 160 MHz)"
+        elif (value ^ old) & self.PLL_FREQ_SEL and self.on_pll():
+            why = "PLL_FREQ_SEL changed while the CPU runs from the PLL"
+        elif (value ^ old) & self.CPUPERIOD_SEL and not self.on_pll():
+            why = "CPUPERIOD_SEL changed while the CPU is not on the PLL (it would take effect at a later switch)"
+        elif (value ^ old) & ~(self.CPUPERIOD_SEL | self.PLL_FREQ_SEL):
+            why = "CPU_WAIT_MODE_FORCE_ON or CPU_WAITI_DELAY_NUM changed"
+        if why:
+            raise ClockRefused(f"SYSTEM_CPU_PER_CONF_REG written {value:#010x} (holds {old:#010x}): {why}")
+        before = self.cpu_hz()
+        self.cpu_per_conf = value
+        self.clock_writes.append(value)
+        if self.cpu_hz() != before and self.timebase is not None:
+            self.timebase.set_cpu_hz(self.cpu_hz())
+
+
+def system(timebase=None, rom_on_pll=True):
+    return System(timebase, rom_on_pll)
 
 
 class Mb85rs4mt:

@@ -118,7 +118,7 @@ class WatchdogTest(unittest.TestCase):
 class SystimerAndMatrixTest(unittest.TestCase):
     def test_comp0_period_fires_through_the_matrix_on_its_line(self):
         now = [0]
-        t = periph.Systimer(lambda: now[0])
+        t = periph.Systimer(periph.Timebase(lambda: now[0]))
         t.write(0x34, 1 << 30 | 160_000)
         t.write(0x50, 1)
         t.write(0x00, t.read(0x00) | 1 << 24)
@@ -139,11 +139,44 @@ class SystimerAndMatrixTest(unittest.TestCase):
         self.assertEqual(t.next_event_cycles(), 2 * 160_000 * 5)
 
     def test_unit0_reads_after_an_update(self):
-        t = periph.Systimer(lambda: 5 * 1234)
+        t = periph.Systimer(periph.Timebase(lambda: 5 * 1234))
         self.assertEqual(t.read(0x04), 0)
         t.write(0x04, 1 << 30)
         self.assertEqual(t.read(0x04), 1 << 29)
         self.assertEqual((t.read(0x40), t.read(0x44)), (0, 1234))
+
+
+class ClockTest(unittest.TestCase):
+    """SYSTEM's CPU clock registers (TRM 6.2) and SYSTIMER's rate across a switch."""
+
+    def test_the_rom_state_and_the_switch_to_160_mhz_keep_systimer_at_16_mhz(self):
+        now = [0]
+        tb = periph.Timebase(lambda: now[0])
+        s = periph.system(tb)
+        self.assertEqual((s.read(0x08), s.read(0x58)), (0x0C, 0x0002_8401))
+        self.assertEqual(s.cpu_hz(), 80_000_000)
+        now[0] = 80_000_000  # one second at 80 MHz
+        self.assertEqual(tb.counts(), 16_000_000)
+        s.write(0x08, 0x0D)  # CPUPERIOD_SEL = 1
+        self.assertEqual(s.cpu_hz(), 160_000_000)
+        now[0] += 160_000_000  # one more second, at 160 MHz
+        self.assertEqual(tb.counts(), 32_000_000)
+        self.assertEqual(tb.cycle_of(32_000_010), now[0] + 100)
+        s.write(0x08, 0x0D)  # the same value again: no change
+        self.assertEqual(tb.counts(), 32_000_000)
+
+    def test_writes_the_sequence_never_makes_are_refused(self):
+        for value, why in [(0x0E, "reserved"), (0x0F, "reserved"), (0x09, "PLL_FREQ_SEL"),
+                           (0x1D, "WAIT"), (0x10C, "reserved bits")]:
+            with self.assertRaisesRegex(periph.ClockRefused, why):
+                periph.system().write(0x08, value)
+        with self.assertRaisesRegex(periph.ClockRefused, "SYSCLK_CONF"):
+            periph.system().write(0x58, 0x0002_8400)
+        # Off the PLL (the chip's reset values), CPUPERIOD_SEL may not change.
+        off = periph.system(rom_on_pll=False)
+        self.assertEqual(off.cpu_hz(), 20_000_000)
+        with self.assertRaisesRegex(periph.ClockRefused, "not on the PLL"):
+            off.write(0x08, 0x0D)
 
 
 class FramOnSpiTest(unittest.TestCase):

@@ -1,5 +1,5 @@
 //! The ESP32-C3 with an MB85RS4MT FRAM on GP-SPI2 (the vNV-Heap paper's board): the
-//! watchdogs off, UART0 as the ROM left it for the console, SYSTIMER COMP0 for the
+//! watchdogs off, the CPU at 160 MHz, UART0 as the ROM left it for the console, SYSTIMER COMP0 for the
 //! tick, the brown-out detector as the power-failure interrupt, the interrupt matrix
 //! for routing (the C3 has no `mie`/`mip`), vectored mtvec, and the FRAM through amber-fram's `Fram` over embedded-hal-bus's
 //! `ExclusiveDevice` on the `amber-esp32c3` SPI driver. Every register sequence is in
@@ -18,6 +18,7 @@ mod device {
     use crate::arch::TrapVector;
     use crate::board::{Board, Event, MemoryMap};
     use crate::exit::ExitCode;
+    use amber_esp32c3::clock::{self, CpuClock, NotOnPll};
     use amber_esp32c3::gpio::{self, OutputPin};
     use amber_esp32c3::intmatrix::{self, Trigger};
     use amber_esp32c3::spi::{Spi2, SpiError};
@@ -49,6 +50,10 @@ mod device {
     /// Ctrl-P on the console also raises the power-failure event (as on QEMU), for
     /// bring-up without a bench supply.
     const POWER_FAIL_BYTE: u8 = 0x10;
+
+    /// What the switch to 160 MHz found (the clock before it, or why it was not
+    /// made), kept from `init_console` until the log can say it.
+    static CLOCK_SWITCH: spin::Mutex<Option<Result<CpuClock, NotOnPll>>> = spin::Mutex::new(None);
 
     /// The interrupt line each source was given (0: none), owned by this board.
     static LINES: spin::Mutex<[u8; intmatrix::SOURCES as usize]> =
@@ -130,9 +135,13 @@ mod device {
         }
 
         /// First of all: the watchdogs the ROM left running go off (nothing else feeds
-        /// them), and the cycle counter starts. UART0 needs nothing: the ROM set it up.
+        /// them), the CPU goes to 160 MHz (APB, so UART0's baud rate and the SPI
+        /// clock, stay at 80 MHz), and the cycle counter starts. UART0 needs nothing
+        /// else: the ROM set it up.
         fn init_console() {
-            watchdog::disable_all(&mut regs());
+            let mut r = regs();
+            watchdog::disable_all(&mut r);
+            *CLOCK_SWITCH.lock() = Some(clock::switch_to_160mhz(&mut r));
             start_cycle_counter();
         }
 
@@ -145,6 +154,13 @@ mod device {
         /// device ID before handing it out.
         fn nvm() -> Result<Fram<FramBus>, NvmSetupError> {
             let mut r = regs();
+            match CLOCK_SWITCH.lock().take() {
+                Some(Ok(before)) => {
+                    log::info!("CPU clock: {} (was {before})", clock::cpu_clock(&mut r))
+                }
+                Some(Err(e)) => log::warn!("CPU clock: {e}"),
+                None => {}
+            }
             // The pins are fixed constants below PINS: routing cannot fail.
             let routed = gpio::route_output(&mut r, PIN_SCK, gpio::FSPICLK_OUT)
                 .and_then(|()| gpio::route_output(&mut r, PIN_MOSI, gpio::FSPID_OUT))
