@@ -5,7 +5,8 @@ stopped by PMP (or as an illegal instruction) with the cause and address expecte
 task restarted, and the heartbeat beats on; ckcounter is cut at a random instruction count
 CYCLES times, each run on the FRAM the last one left, and the counter it prints never
 goes below the last value a run printed as committed; a brown-out leads to one last
-checkpoint, and the next boot recovers exactly it. Prints the cycle summary and
+checkpoint, and the next boot recovers exactly it, and so does a falling edge of the
+external comparator on ckcounter-comparator's GPIO3. Prints the cycle summary and
 the instruction rate. Exits 1 on the first failure, saying what was seen.
 """
 
@@ -189,29 +190,43 @@ POWER_FAIL = re.compile(rb"power failure: checkpoint (\d+) committed")
 RECOVERED = re.compile(rb"recovered checkpoint (\d+) ")
 
 
-def check_brown_out(images, work, seed):
-    """A brown-out at a random instruction: the kernel commits a last checkpoint and
-    halts; the next boot recovers exactly that checkpoint and counts on from the
-    last value printed."""
-    rng = random.Random(seed ^ 0xB0)
-    fram = os.path.join(work, "brownout-fram.img")
+COMPARATOR_GPIO = 3  # user/apps/ckcounter-comparator.toml
+
+
+def check_power_failure(images, work, seed, app="ckcounter", comparator_gpio=None):
+    """The supply falls at a random instruction: the brown-out detector fires (or,
+    with `comparator_gpio`, the external comparator pulls that pin low); the kernel
+    commits a last checkpoint and halts; the next boot recovers exactly that
+    checkpoint and counts on from the last value printed."""
+    rng = random.Random(seed ^ (0xB0 if comparator_gpio is None else 0xC0))
+    what = "brown-out" if comparator_gpio is None else f"comparator falling edge on GPIO{comparator_gpio}"
+    fram = os.path.join(work, f"{app}-power-fail-fram.img")
     if os.path.exists(fram):
         os.remove(fram)
-    with open(os.path.join(images, "ckcounter.bin"), "rb") as f:
+    with open(os.path.join(images, f"{app}.bin"), "rb") as f:
         bin_bytes = f.read()
     at = rng.randrange(3_000_000, 8_000_000)
     m = Machine(bin_bytes, fram)
+    fell = []
 
     def poll(m):
-        if m.instructions >= at and not m.rtc.below_threshold:
-            m.rtc.brown_out()
+        if m.instructions >= at and not fell:
+            fell.append(m.instructions)
+            if comparator_gpio is None:
+                m.rtc.brown_out()
+            else:
+                m.gpio.drive_input(comparator_gpio, False)
 
     stop = m.run(30_000_000, poll)
     m.close()
     text = m.console.decode(errors="replace")
     committed = POWER_FAIL.findall(m.console)
+    source = (f"power failure: a falling edge on GPIO{comparator_gpio}" if comparator_gpio is not None
+              else "power failure: the brown-out detector")
+    if source not in text:
+        raise SystemExit(f"{app}: the board did not announce {source!r}:\n{text}")
     if stop is None or not stop.why.startswith("halted") or len(committed) != 1:
-        raise SystemExit(f"brown-out at {at}: expected one last checkpoint and a halt, got {stop}:\n{text}")
+        raise SystemExit(f"{what} at {at}: expected one last checkpoint and a halt, got {stop}:\n{text}")
     last_printed = max(int(v) for v in COMMITTED.findall(m.console))
     m2, stop2, _ = boot(bin_bytes, fram, 3_000_000)
     text2 = m2.console.decode(errors="replace")
@@ -219,10 +234,10 @@ def check_brown_out(images, work, seed):
     after = [int(v) for v in COMMITTED.findall(m2.console)]
     if stop2 is not None or recovered != committed or not after or after[0] < last_printed:
         raise SystemExit(
-            f"brown-out at {at}: checkpoint {committed[0].decode()} committed, last printed "
+            f"{what} at {at}: checkpoint {committed[0].decode()} committed, last printed "
             f"{last_printed}; the reboot recovered {recovered} and printed {after[:3]}:\n{text2}"
         )
-    print(f"c3sim check: brown-out at instruction {at}: checkpoint {committed[0].decode()} "
+    print(f"c3sim check: {app}: {what} at instruction {at}: checkpoint {committed[0].decode()} "
           f"committed and halted; the reboot recovered exactly it and counted on from {after[0]}")
 
 
@@ -237,7 +252,8 @@ def main(argv=None):
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     check_demo(args.images, args.work)
     check_faulter(args.images, args.work)
-    check_brown_out(args.images, args.work, seed)
+    check_power_failure(args.images, args.work, seed)
+    check_power_failure(args.images, args.work, seed, "ckcounter-comparator", COMPARATOR_GPIO)
     check_ckcounter(args.images, args.work, args.cycles, seed)
     return 0
 

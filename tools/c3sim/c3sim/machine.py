@@ -143,12 +143,13 @@ class Machine:
         self.timg = [periph.TimerGroup(0), periph.TimerGroup(1)]
         self.systimer = periph.Systimer(self.timebase)
         self.intmatrix = periph.IntMatrix()
-        self.gpio = periph.Gpio()
+        self.io_mux = periph.io_mux()
+        self.gpio = periph.Gpio(self.io_mux)
         self.system = periph.system(self.timebase, rom_on_pll)
         self.fram = periph.Mb85rs4mt(self.fram_map)
         self.spi = periph.Spi2(self.gpio, self.system, self.fram)
         self.devices = [self.uart, self.rtc, *self.timg, self.systimer, self.intmatrix,
-                        self.gpio, periph.io_mux(), self.system, self.spi]
+                        self.gpio, self.io_mux, self.system, self.spi]
         for dev in self.devices:
             self.uc.mmio_map(dev.base, dev.size, self._mmio_read, dev, self._mmio_write, dev)
 

@@ -492,20 +492,53 @@ class IntMatrix(Device):
 class Gpio(Device):
     """GPIO: OUT (0x04) with W1TS/W1TC (0x08/0x0C), ENABLE (0x20) with W1TS/W1TC
     (0x24/0x28), FUNCm_IN_SEL_CFG (0x154 + 4m, 128 signals) and FUNCn_OUT_SEL_CFG
-    (0x554 + 4n, 22 pins). `level(pin)` is what an output pin drives."""
+    (0x554 + 4n, 22 pins). `level(pin)` is what an output pin drives. Interrupts
+    (the comparator input): PINn_REG (0x74 + 4n; INT_TYPE bits 9:7, only 0 and 2 =
+    falling edge modelled, any other type stops the run; INT_ENA bit 13 = the CPU
+    interrupt), STATUS (0x44) with W1TS/W1TC (0x48/0x4C), PCPU_INT (0x5C). A falling
+    edge that `drive_input` makes on a pin whose output is off and whose IO MUX input
+    is enabled sets its STATUS bit; source 16 is raised while an enabled pin's STATUS
+    bit is set (cleared only by W1TC)."""
 
     name, base, size = "GPIO", 0x6000_4000, 0x1000
     OUT, OUT_W1TS, OUT_W1TC = 0x04, 0x08, 0x0C
     ENABLE, ENABLE_W1TS, ENABLE_W1TC = 0x20, 0x24, 0x28
+    STATUS, STATUS_W1TS, STATUS_W1TC, PCPU_INT = 0x44, 0x48, 0x4C, 0x5C
+    PIN0 = 0x74
     IN_SEL0, SIGNALS = 0x154, 128
     OUT_SEL0, PINS = 0x554, 22
     SIMPLE_OUTPUT = 0x80
+    SOURCE = 16
+    INT_TYPE_SHIFT, FALLING_EDGE, INT_ENA_CPU = 7, 2, 1 << 13
+    FUN_IE = 1 << 9
 
-    def __init__(self):
+    def __init__(self, io_mux=None):
         self.out = 0
         self.enable = 0
         self.in_sel = [0] * self.SIGNALS
         self.out_sel = [self.SIMPLE_OUTPUT] * self.PINS
+        self.pin_conf = [0] * self.PINS
+        self.status = 0
+        self.inputs = (1 << self.PINS) - 1  # every input high (pulled up)
+        self.io_mux = io_mux
+
+    def _enabled_irqs(self):
+        return sum(1 << n for n, c in enumerate(self.pin_conf) if c & self.INT_ENA_CPU)
+
+    def drive_input(self, pin, level):
+        """What the outside world drives on `pin` (the comparator: high while the
+        supply is good, low when it falls below the threshold)."""
+        was = (self.inputs >> pin) & 1
+        self.inputs = (self.inputs & ~(1 << pin)) | (int(bool(level)) << pin)
+        falling = was and not level
+        ie = self.io_mux is None or self.io_mux.regs[0x04 + 4 * pin] & self.FUN_IE
+        is_input = not (self.enable >> pin) & 1
+        kind = (self.pin_conf[pin] >> self.INT_TYPE_SHIFT) & 7
+        if falling and ie and is_input and kind == self.FALLING_EDGE:
+            self.status |= 1 << pin
+
+    def levels(self):
+        return {self.SOURCE: bool(self.status & self._enabled_irqs())}
 
     def level(self, pin):
         """The pin's level as an output (high when not driven: pulled up)."""
@@ -517,6 +550,12 @@ class Gpio(Device):
             return self.out
         if off == self.ENABLE:
             return self.enable
+        if off == self.STATUS:
+            return self.status
+        if off == self.PCPU_INT:
+            return self.status & self._enabled_irqs()
+        if self.PIN0 <= off < self.PIN0 + 4 * self.PINS and off % 4 == 0:
+            return self.pin_conf[(off - self.PIN0) // 4]
         if self.IN_SEL0 <= off < self.IN_SEL0 + 4 * self.SIGNALS and off % 4 == 0:
             return self.in_sel[(off - self.IN_SEL0) // 4]
         if self.OUT_SEL0 <= off < self.OUT_SEL0 + 4 * self.PINS and off % 4 == 0:
@@ -537,6 +576,17 @@ class Gpio(Device):
             self.enable |= value & mask
         elif off == self.ENABLE_W1TC:
             self.enable &= ~value
+        elif off == self.STATUS:
+            self.status = value & mask
+        elif off == self.STATUS_W1TS:
+            self.status |= value & mask
+        elif off == self.STATUS_W1TC:
+            self.status &= ~value
+        elif self.PIN0 <= off < self.PIN0 + 4 * self.PINS and off % 4 == 0:
+            kind = (value >> self.INT_TYPE_SHIFT) & 7
+            if kind not in (0, self.FALLING_EDGE):
+                raise Undecoded(self.base + off, f"GPIO interrupt type {kind} (only falling edge is modelled)")
+            self.pin_conf[(off - self.PIN0) // 4] = value
         elif self.IN_SEL0 <= off < self.IN_SEL0 + 4 * self.SIGNALS and off % 4 == 0:
             self.in_sel[(off - self.IN_SEL0) // 4] = value
         elif self.OUT_SEL0 <= off < self.OUT_SEL0 + 4 * self.PINS and off % 4 == 0:

@@ -179,6 +179,38 @@ class ClockTest(unittest.TestCase):
             off.write(0x08, 0x0D)
 
 
+class GpioInterruptTest(unittest.TestCase):
+    def test_a_falling_edge_on_an_enabled_input_raises_source_16_until_cleared(self):
+        mux = periph.io_mux()
+        g = periph.Gpio(mux)
+        mux.write(0x04 + 4 * 3, 0x1300)  # GPIO function, FUN_IE, FUN_WPU
+        g.write(0x74 + 4 * 3, 2 << 7 | 1 << 13)
+        self.assertEqual(g.levels(), {16: False})
+        g.drive_input(3, True)  # rising or staying high: nothing
+        self.assertEqual(g.levels(), {16: False})
+        g.drive_input(3, False)
+        self.assertEqual((g.levels(), g.read(0x44), g.read(0x5C)), ({16: True}, 1 << 3, 1 << 3))
+        g.drive_input(3, True)
+        self.assertEqual(g.levels(), {16: True}, "the status bit holds until cleared")
+        g.write(0x4C, 1 << 3)
+        self.assertEqual(g.levels(), {16: False})
+
+    def test_no_edge_without_input_enable_output_off_or_interrupt_type(self):
+        mux = periph.io_mux()
+        g = periph.Gpio(mux)
+        g.write(0x74 + 4 * 3, 2 << 7 | 1 << 13)
+        mux.write(0x04 + 4 * 3, 0x1000)  # FUN_IE off
+        g.drive_input(3, False)
+        self.assertEqual(g.read(0x44), 0)
+        mux.write(0x04 + 4 * 3, 0x1200)
+        g.write(0x24, 1 << 3)  # output on
+        g.drive_input(3, True)
+        g.drive_input(3, False)
+        self.assertEqual(g.read(0x44), 0)
+        with self.assertRaises(periph.Undecoded):
+            g.write(0x74 + 4 * 3, 1 << 7)  # rising edge: not modelled
+
+
 class FramOnSpiTest(unittest.TestCase):
     def wired(self, array):
         gpio = periph.Gpio()

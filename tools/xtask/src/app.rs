@@ -54,7 +54,19 @@ pub struct App {
     /// that no checkpoint copies, and granted by `heap` caps.
     #[serde(default)]
     pub memory: BTreeMap<String, u32>,
+    /// What the app asks of the ESP32-C3 board (other boards have no such choices).
+    #[serde(default)]
+    pub esp32c3: Esp32c3Config,
     pub tasks: Vec<Task>,
+}
+
+/// An app's `[esp32c3]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Esp32c3Config {
+    /// The GPIO whose falling edge (an external supply comparator's output) is the
+    /// power-failure interrupt, instead of the brown-out detector.
+    pub power_failure_gpio: Option<u32>,
 }
 
 fn default_checkpoint_ms() -> u32 {
@@ -165,6 +177,13 @@ pub fn load(path: &Path) -> Result<App, String> {
     let bad_app = |why: String| Err(format!("{}: {why}", path.display()));
     if app.tasks.is_empty() {
         return bad_app("an app needs at least one task".into());
+    }
+    if let Some(pin) = app.esp32c3.power_failure_gpio {
+        if let Some(why) = amber_kernel::board::esp32c3::map::power_failure_pin_refusal(pin) {
+            return bad_app(format!(
+                "[esp32c3] power_failure_gpio = {pin}: GPIO{pin} cannot be the comparator input: {why}"
+            ));
+        }
     }
     crate::validate::rules(&app).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some((name, len)) = app
@@ -473,12 +492,14 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)], nvm_size: u32
          pub const APP_DESCRIPTION: &str = {:?};\n\
          pub const CHECKPOINT_MS: u32 = {};\n\
          pub const NVM_SIZE: u32 = {};\n\
+         pub const POWER_FAILURE_GPIO: Option<u32> = {:?};\n\
          pub static TASKS: &[TaskImage] = &[",
         app.name,
         app.name,
         app.description,
         app.checkpoint_ms,
-        if eternal { nvm_size } else { 0 }
+        if eternal { nvm_size } else { 0 },
+        app.esp32c3.power_failure_gpio
     );
     for (p, segments, entry) in placed {
         let t = p.task;
@@ -593,6 +614,31 @@ mod tests {
         assert_eq!(p[0].code_base, map.task_code.base);
         assert_eq!(p[1].code_base, map.task_code.base + 4096);
         assert_eq!(p[1].ram_base, map.task_ram.base + 4096);
+    }
+
+    #[test]
+    fn a_power_failure_gpio_the_c3_board_uses_is_refused_naming_why() {
+        let with_pin = |pin: u32| {
+            app(&ONE.replace(
+                "[[tasks]]",
+                &format!("[esp32c3]\npower_failure_gpio = {pin}\n[[tasks]]"),
+            ))
+        };
+        assert_eq!(with_pin(3).unwrap().esp32c3.power_failure_gpio, Some(3));
+        assert_eq!(app(ONE).unwrap().esp32c3.power_failure_gpio, None);
+        for (pin, why) in [
+            (6, "FRAM"),
+            (20, "UART0"),
+            (12, "SPI flash"),
+            (9, "strapping"),
+            (22, "GPIO0..=GPIO21"),
+        ] {
+            let e = with_pin(pin).unwrap_err();
+            assert!(
+                e.contains(&format!("GPIO{pin} cannot be the comparator input")) && e.contains(why),
+                "{e}"
+            );
+        }
     }
 
     #[test]
