@@ -200,17 +200,22 @@ SWD_WKEY = 0x8F1D_312A
 class RtcCntl(Device):
     """RTC_CNTL: the RTC watchdog (WDTCONFIG0 0x90, WDTWPROTECT 0xA8), the super
     watchdog (SWD_CONF 0xAC, SWD_WPROTECT 0xB0; it expires unless auto-feed is on),
-    the brown-out detector (BROWN_OUT 0xD8) and the RTC interrupt registers (INT_ENA
-    0x40, INT_RAW 0x44, INT_ST 0x48, INT_CLR 0x4C; BROWN_OUT_INT bit 9). Source 27.
-    `brown_out()` is the supply falling below the threshold."""
+    the brown-out detector (BROWN_OUT 0xD8: RST_ENA bit 26, ANA_RST_EN bit 28, ENA bit
+    30, DET bit 31; FIB_SEL 0x10C, reset 7, whose bit 1 set leaves the analog
+    brown-out reset on the chip's fixed signal, taken here as armed) and the RTC
+    interrupt registers (INT_ENA 0x40, INT_RAW 0x44, INT_ST 0x48, INT_CLR 0x4C;
+    BROWN_OUT_INT bit 9). Source 27. `brown_out()` is the supply falling below the
+    threshold: a chip reset if any of the three resets is armed, else the interrupt."""
 
     name, base, size = "RTC_CNTL", 0x6000_8000, 0x1000
     SOURCE = 27
     INT_ENA, INT_RAW, INT_ST, INT_CLR = 0x40, 0x44, 0x48, 0x4C
     WDTCONFIG0, WDTWPROTECT, SWD_CONF, SWD_WPROTECT = 0x90, 0xA8, 0xAC, 0xB0
-    BROWN_OUT = 0xD8
+    BROWN_OUT, FIB_SEL = 0xD8, 0x10C
     BROWN_OUT_INT = 1 << 9
-    BROWN_OUT_RST_ENA, BROWN_OUT_ENA, BROWN_OUT_DET = 1 << 26, 1 << 30, 1 << 31
+    BROWN_OUT_RST_ENA, BROWN_OUT_ANA_RST_EN = 1 << 26, 1 << 28
+    BROWN_OUT_ENA, BROWN_OUT_DET = 1 << 30, 1 << 31
+    FIB_BOD_RST = 1 << 1
 
     class BrownOutReset(Exception):
         pass
@@ -222,6 +227,7 @@ class RtcCntl(Device):
         self.int_ena = 0
         self.int_raw = 0
         self.brown_out_reg = self.BROWN_OUT_RST_ENA | 0x3FF
+        self.fib_sel = 0b111
         self.below_threshold = False
 
     def check(self, cycles):
@@ -242,6 +248,10 @@ class RtcCntl(Device):
             return
         if self.brown_out_reg & self.BROWN_OUT_RST_ENA:
             raise self.BrownOutReset("brown-out with its chip reset enabled: the chip resets")
+        if self.fib_sel & self.FIB_BOD_RST or self.brown_out_reg & self.BROWN_OUT_ANA_RST_EN:
+            raise self.BrownOutReset(
+                "brown-out with its analog reset armed (FIB_SEL bit 1 or BROWN_OUT_ANA_RST_EN): "
+                "the chip resets")
         self.int_raw |= self.BROWN_OUT_INT
 
     def read(self, off):
@@ -255,6 +265,7 @@ class RtcCntl(Device):
             self.SWD_WPROTECT: self.swd.protect,
             self.BROWN_OUT: self.brown_out_reg
             | (self.BROWN_OUT_DET if self.below_threshold else 0),
+            self.FIB_SEL: self.fib_sel,
         }
         if off not in regs:
             return super().read(off)
@@ -278,6 +289,8 @@ class RtcCntl(Device):
         elif off == self.BROWN_OUT:
             self.brown_out_reg = value & ~self.BROWN_OUT_DET
             self._detect()
+        elif off == self.FIB_SEL:
+            self.fib_sel = value & 0b111
         else:
             super().write(off, value)
 

@@ -88,31 +88,39 @@ class WatchdogTest(unittest.TestCase):
         r.write(0xAC, 1 << 31)
         r.check(10 * periph.CPU_HZ)
 
-    def test_brown_out_interrupts_only_with_its_reset_off(self):
+    def test_brown_out_interrupts_only_with_its_resets_off(self):
+        def off(r):
+            """FIB_SEL's BOD bit and both reset enables cleared, the detector on."""
+            r.write(0x10C, r.read(0x10C) & ~0b10)
+            r.write(0xD8, (r.read(0xD8) & ~(1 << 26 | 1 << 28)) | 1 << 30)
+
         r = periph.RtcCntl()
         r.write(0xD8, r.read(0xD8) | 1 << 30)
-        with self.assertRaises(periph.RtcCntl.BrownOutReset):
+        with self.assertRaisesRegex(periph.RtcCntl.BrownOutReset, "chip reset enabled"):
+            r.brown_out()
+        # The digital reset off is not enough: the analog one stays on FIB_SEL's signal.
+        r = periph.RtcCntl()
+        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30)
+        with self.assertRaisesRegex(periph.RtcCntl.BrownOutReset, "analog reset"):
+            r.brown_out()
+        r = periph.RtcCntl()
+        r.write(0x10C, 0b101)
+        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30 | 1 << 28)
+        with self.assertRaisesRegex(periph.RtcCntl.BrownOutReset, "ANA_RST_EN"):
             r.brown_out()
         r = periph.RtcCntl()
         r.brown_out()  # before the detector is on: seen once it is
         self.assertEqual(r.levels(), {27: False})
-        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30)
+        off(r)
         r.write(0x40, 1 << 9)
-        r.brown_out()
         self.assertEqual(r.levels(), {27: True})
         r.write(0x4C, 1 << 9)
         self.assertEqual(r.levels(), {27: True}, "raised again while the supply is low")
         r = periph.RtcCntl()
-        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30)
+        off(r)
         r.write(0x40, 1 << 9)
         r.write(0x4C, 1 << 9)
         self.assertEqual(r.levels(), {27: False}, "no brown-out, nothing raised")
-        r = periph.RtcCntl()
-        r.brown_out()  # before the detector is on: seen once it is
-        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30)
-        r.write(0x4C, 1 << 9)
-        r.write(0x40, 1 << 9)
-        self.assertEqual(r.levels(), {27: True})
 
 
 class SystimerAndMatrixTest(unittest.TestCase):

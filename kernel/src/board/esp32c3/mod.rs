@@ -182,7 +182,7 @@ mod device {
         }
 
         /// The 10 ms SYSTIMER tick on line 1, UART0's receive interrupt on line 2 and
-        /// the power failure on line 3: the brown-out detector (its reset off), or a
+        /// the power failure on line 3: the brown-out detector (its resets off), or a
         /// falling edge on the app's comparator GPIO (the brown-out detector then left
         /// as the ROM set it); all level-triggered, then `mstatus.MIE`.
         fn start_interrupts() {
@@ -202,7 +202,7 @@ mod device {
                 }
                 None => {
                     brownout::enable_interrupt(&mut r);
-                    log::info!("power failure: the brown-out detector (its reset off)");
+                    log::info!("power failure: the brown-out detector (its resets off)");
                     brownout::SOURCE
                 }
             };
