@@ -26,6 +26,7 @@ from unicorn import (
     UC_HOOK_CODE,
     UC_HOOK_INTR,
     UC_HOOK_MEM_FETCH_UNMAPPED,
+    UC_HOOK_MEM_READ,
     UC_HOOK_MEM_READ_UNMAPPED,
     UC_HOOK_MEM_WRITE_UNMAPPED,
     UC_MODE_RISCV32,
@@ -172,6 +173,12 @@ class Machine:
                     raise Stop(f"kernel code: {bad[1]} (instruction {bad[2]:#x})", bad[0])
         self._checked_blocks = set()
         self.uc.hook_add(UC_HOOK_BLOCK, self._on_task_block, None, *TASK_CODE)
+        # Data loads through the instruction bus (the tasks' rodata is linked there):
+        # counted by size, since the chip may not serve them as the data bus does
+        # (esptool lists that range without BYTE_ACCESSIBLE; docs/esp32c3.md).
+        self.ibus_loads = {1: 0, 2: 0, 4: 0}
+        self.uc.hook_add(UC_HOOK_MEM_READ, self._on_ibus_load, None,
+                         SRAM_DATA_BASE + IRAM_ALIAS, SRAM_DATA_BASE + IRAM_ALIAS + SRAM_BYTES - 1)
         self.uc.reg_write(R.UC_RISCV_REG_PC, entry)
         self.pccr_base = 0
         self.pcmr = 0
@@ -228,6 +235,9 @@ class Machine:
         if self.stop is None:
             self.stop = Stop(why, self._pc())
         self.uc.emu_stop()
+
+    def _on_ibus_load(self, uc, access, addr, size, value, _data):
+        self.ibus_loads[size] = self.ibus_loads.get(size, 0) + 1
 
     def _on_unmapped(self, uc, access, addr, size, value, _data):
         kind = {19: "read", 20: "write", 21: "fetch"}.get(access, f"access {access}")
