@@ -2,7 +2,10 @@
 //! GPIO function in the IO MUX (MCU_SEL = 1, input enabled), then a peripheral output
 //! signal drives it through GPIO_FUNCn_OUT_SEL_CFG (indexed by pin), and a pin feeds a
 //! peripheral input through GPIO_FUNCm_IN_SEL_CFG (indexed by signal). [`OutputPin`]
-//! is a plain push-pull output (chip select). Signal numbers are esp-idf's
+//! is a plain push-pull output (chip select). [`enable_falling_edge_interrupt`] makes a
+//! pin an input whose falling edge raises the GPIO interrupt (source 16; TRM 5.5.x,
+//! GPIO_PINn_REG INT_TYPE and INT_ENA, GPIO_STATUS_REG; esp-idf `gpio_reg.h`): the
+//! external-comparator power failure. Signal numbers are esp-idf's
 //! `gpio_sig_map.h`. Never routes a pin the caller did not name.
 
 use crate::Regs;
@@ -31,8 +34,26 @@ pub const fn io_mux_reg(pin: u32) -> u32 {
 pub const MCU_SEL_GPIO: u32 = 1 << 12;
 pub const MCU_SEL_MASK: u32 = 0b111 << 12;
 pub const FUN_IE: u32 = 1 << 9;
+/// IO_MUX_GPIOn: FUN_WPU (bit 8), the weak pull-up (an open-drain comparator output
+/// needs one; a push-pull one does not mind).
+pub const FUN_WPU: u32 = 1 << 8;
 /// The C3's pins are GPIO0..=GPIO21.
 pub const PINS: u32 = 22;
+/// GPIO_STATUS_REG (one bit per pin, set by the pin's interrupt condition) and its
+/// write-1-to-clear companion.
+pub const GPIO_STATUS: u32 = GPIO_BASE + 0x44;
+pub const GPIO_STATUS_W1TC: u32 = GPIO_BASE + 0x4C;
+pub const fn pin_reg(pin: u32) -> u32 {
+    GPIO_BASE + 0x74 + 4 * pin
+}
+/// GPIO_PINn_REG: INT_TYPE (bits 9:7; 2 = falling edge), INT_ENA (bits 17:13; bit 13
+/// = the CPU interrupt).
+pub const PIN_INT_TYPE_MASK: u32 = 0b111 << 7;
+pub const PIN_INT_FALLING_EDGE: u32 = 2 << 7;
+pub const PIN_INT_ENA_MASK: u32 = 0b1_1111 << 13;
+pub const PIN_INT_ENA_CPU: u32 = 1 << 13;
+/// The interrupt matrix source of the GPIO interrupt (GPIO_INTERRUPT_PRO).
+pub const SOURCE: u32 = 16;
 
 /// GP-SPI2 ("FSPI") signals.
 pub const FSPICLK_OUT: u32 = 63;
@@ -73,6 +94,31 @@ pub fn route_input(r: &mut impl Regs, pin: u32, signal: u32) -> Result<(), NoSuc
     r.write(GPIO_ENABLE_W1TC, 1 << pin);
     r.write(in_sel_reg(signal), IN_SEL_MATRIX | pin);
     Ok(())
+}
+
+/// Makes `pin` a pulled-up input whose falling edges set its GPIO_STATUS bit and
+/// raise the GPIO interrupt (source [`SOURCE`]): its GPIO function with input and
+/// pull-up, output off, a stale status bit cleared, then INT_TYPE = falling edge and
+/// the CPU interrupt enabled.
+pub fn enable_falling_edge_interrupt(r: &mut impl Regs, pin: u32) -> Result<(), NoSuchPin> {
+    check(pin)?;
+    gpio_function(r, pin);
+    r.set_bits(io_mux_reg(pin), FUN_WPU);
+    r.write(GPIO_ENABLE_W1TC, 1 << pin);
+    r.write(GPIO_STATUS_W1TC, 1 << pin);
+    r.modify(pin_reg(pin), |v| {
+        (v & !(PIN_INT_TYPE_MASK | PIN_INT_ENA_MASK)) | PIN_INT_FALLING_EDGE | PIN_INT_ENA_CPU
+    });
+    Ok(())
+}
+
+/// Whether `pin` saw its interrupt condition; clears it.
+pub fn take_interrupt(r: &mut impl Regs, pin: u32) -> bool {
+    let seen = r.read(GPIO_STATUS) & (1 << pin) != 0;
+    if seen {
+        r.write(GPIO_STATUS_W1TC, 1 << pin);
+    }
+    seen
 }
 
 /// A push-pull output pin (driven high when made), for a chip select.
@@ -130,6 +176,35 @@ mod tests {
                 "GPIO{pin} in GPIO function"
             );
         }
+    }
+
+    #[test]
+    fn a_falling_edge_input_is_pulled_up_cleared_and_enabled() {
+        let mut r = FakeRegs::default();
+        r.values.insert(0x6000_4080, 0x0000_0004); // GPIO3's PIN_REG: PAD_DRIVER kept
+        enable_falling_edge_interrupt(&mut r, 3).unwrap();
+        assert_eq!(
+            r.get(0x6000_9010),
+            0x1300,
+            "GPIO function, FUN_IE and FUN_WPU"
+        );
+        assert_eq!(r.writes_to(0x6000_4028), [1 << 3], "output off");
+        assert_eq!(
+            r.get(0x6000_4080),
+            0x0000_2104,
+            "INT_TYPE 2 (falling edge), INT_ENA bit 13 (CPU)"
+        );
+        let clear = r.writes.iter().position(|w| *w == (0x6000_404C, 1 << 3));
+        let enable = r.writes.iter().position(|w| w.0 == 0x6000_4080);
+        assert!(
+            clear < enable,
+            "a stale status bit is cleared before enabling"
+        );
+        assert!(!take_interrupt(&mut r, 3));
+        r.values.insert(0x6000_4044, 1 << 3);
+        assert!(take_interrupt(&mut r, 3));
+        assert_eq!(r.writes.last(), Some(&(0x6000_404C, 1 << 3)));
+        assert!(enable_falling_edge_interrupt(&mut r, 22).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! the kernel's board (`kernel/src/board/esp32c3/`) runs the same code on [`Mmio`].
 //!
 //! Modules (each depends only on [`regs`]): [`brownout`] (the power-failure
-//! interrupt), [`watchdog`] (RWDT, MWDT0/1, super watchdog), [`systimer`] (the
+//! interrupt), [`clock`] (the CPU clock: 80 to 160 MHz on the PLL), [`watchdog`] (RWDT, MWDT0/1, super watchdog), [`systimer`] (the
 //! periodic tick and the 16 MHz counter), [`intmatrix`] (peripheral source → CPU
 //! interrupt line, enable, type, priority, threshold), [`gpio`] (IO MUX and GPIO
 //! matrix routing, a push-pull output pin for chip select), [`spi`] (GP-SPI2 as an
@@ -15,6 +15,7 @@
 #![cfg_attr(not(test), no_std)]
 
 pub mod brownout;
+pub mod clock;
 pub mod gpio;
 pub mod intmatrix;
 pub mod regs;

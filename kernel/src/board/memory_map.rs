@@ -33,6 +33,9 @@ pub struct MemoryMap {
     /// What to add to a data address to get the address the same byte has on the
     /// instruction bus (0 when one bus sees everything; 0x70_0000 on the ESP32-C3).
     pub code_alias: u32,
+    /// A device register only the kernel may touch (its console UART's first
+    /// register): what the `faulter` app reaches for to show a task is kept off devices.
+    pub console: u32,
     /// PMP entries the CPU has.
     pub pmp_entries: usize,
     /// Where the NVM is mapped into the address space, when it is memory-mapped.
@@ -95,6 +98,7 @@ mod tests {
             len: 0x4000,
         },
         code_alias: 0x70_0000,
+        console: 0x6000_0000,
         pmp_entries: 16,
         nvm_window: None,
     };

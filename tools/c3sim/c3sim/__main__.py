@@ -1,6 +1,6 @@
 """`python -m c3sim IMAGE.bin --fram FILE`: boots the image with the console on the
 terminal (a key goes to UART0's RX FIFO; Ctrl-B drops the supply below the brown-out
-threshold), and prints the instructions run and their rate when the run ends. Exit
+threshold, or, with --comparator-gpio N, has the external comparator pull GPIO N low), and prints the instructions run and their rate when the run ends. Exit
 status 0 when the budget ran out or the guest halted, 1 when the run was stopped by
 an error (undecoded access, watchdog, image refused). Never changes the image.
 """
@@ -27,6 +27,9 @@ def main(argv=None):
                     help="stop after this many instructions (default: run until it halts)")
     ap.add_argument("--brown-out-at", type=int, default=None,
                     help="the supply falls below the brown-out threshold at this instruction")
+    ap.add_argument("--comparator-gpio", type=int, default=None,
+                    help="the supply's fall is a falling edge on this GPIO (an app's [esp32c3] "
+                         "power_failure_gpio), not the brown-out detector")
     ap.add_argument("--interactive", action="store_true", help="read console input from the terminal")
     args = ap.parse_args(argv)
 
@@ -46,14 +49,20 @@ def main(argv=None):
     m.uart_input_possible = args.interactive
     browned = [False]
 
+    def supply_falls(m):
+        if args.comparator_gpio is None:
+            m.rtc.brown_out()
+        else:
+            m.gpio.drive_input(args.comparator_gpio, False)
+
     def poll(m):
         if args.brown_out_at is not None and not browned[0] and m.instructions >= args.brown_out_at:
             browned[0] = True
-            m.rtc.brown_out()
+            supply_falls(m)
         if args.interactive and select.select([sys.stdin], [], [], 0)[0]:
             data = os.read(sys.stdin.fileno(), 64)
             if BROWN_OUT_KEY in data:
-                m.rtc.brown_out()
+                supply_falls(m)
             m.uart.feed(data.replace(bytes([BROWN_OUT_KEY]), b""))
 
     budget = args.instructions if args.instructions is not None else 1 << 62
@@ -77,7 +86,8 @@ def main(argv=None):
     print(
         f"c3sim: {bound}{m.instructions} instructions in {seconds:.2f} s host time "
         f"({rate / 1e6:.2f} M instructions per second), {m.interrupts} interrupts, "
-        f"{len(m.traps)} exceptions, {m.spi.transactions} SPI transactions",
+        f"{len(m.traps)} exceptions, {m.spi.transactions} SPI transactions; CPU clock at the end "
+        f"{m.system.cpu_hz() // 1_000_000} MHz, {m.timebase.seconds():.3f} simulated seconds",
         file=sys.stderr,
     )
     if stop is None:

@@ -1,9 +1,12 @@
 """`python -m c3sim.check --images DIR --work DIR`: the test command's simulator checks
 on the images `cargo xtask build --board esp32c3 APP` wrote. The demo boots on a blank
-FRAM to its tasks' console lines; ckcounter is cut at a random instruction count
+FRAM to its tasks' console lines; the faulter's six forbidden accesses are each
+stopped by PMP (or as an illegal instruction) with the cause and address expected, the
+task restarted, and the heartbeat beats on; ckcounter is cut at a random instruction count
 CYCLES times, each run on the FRAM the last one left, and the counter it prints never
 goes below the last value a run printed as committed; a brown-out leads to one last
-checkpoint, and the next boot recovers exactly it. Prints the cycle summary and
+checkpoint, and the next boot recovers exactly it, and so does a falling edge of the
+external comparator on ckcounter-comparator's GPIO3. Prints the cycle summary and
 the instruction rate. Exits 1 on the first failure, saying what was seen.
 """
 
@@ -51,8 +54,105 @@ def check_demo(images, work):
         raise SystemExit(f"demo: no console line with {missing} in {DEMO_BUDGET} instructions:\n{text}")
     if "fault" in text or "ERROR" in text:
         raise SystemExit(f"demo: a task faulted or the kernel reported an error:\n{text}")
+    check_clock(m, text)
+    loads = m.ibus_loads
     print(f"c3sim check: demo booted to its tasks' lines in {m.instructions} instructions "
-          f"({m.instructions / seconds / 1e6:.2f} M instructions per second)")
+          f"({m.instructions / seconds / 1e6:.2f} M instructions per second); data loads through "
+          f"the instruction bus (task rodata; may fault on the chip): {loads[1]} byte, {loads[2]} "
+          f"halfword, {loads[4]} word")
+
+
+CLOCK_LINE = "CPU clock: 160 MHz from the 480 MHz PLL (was 80 MHz from the 480 MHz PLL)"
+TICK_LINE = 1  # kernel/src/board/esp32c3/mod.rs
+TICKS_PER_SECOND = 100
+
+
+def check_clock(m, text):
+    """The board switched the CPU to 160 MHz with the one write the model accepts and
+    said so, and the SYSTIMER tick stayed 100 per simulated second (time being each
+    cycle at the clock of its moment)."""
+    if m.system.cpu_hz() != 160_000_000 or m.system.clock_writes != [0x0D] or CLOCK_LINE not in text:
+        raise SystemExit(f"clock: CPU at {m.system.cpu_hz()} Hz after writes "
+                         f"{[hex(v) for v in m.system.clock_writes]} to SYSTEM_CPU_PER_CONF_REG, "
+                         f"expected 160 MHz after one write of 0xd and {CLOCK_LINE!r}:\n{text}")
+    seconds = m.timebase.seconds()
+    ticks = m.interrupts_on_line[TICK_LINE]
+    if abs(ticks - TICKS_PER_SECOND * seconds) > 2:
+        raise SystemExit(f"clock: {ticks} ticks in {seconds:.3f} simulated seconds, expected "
+                         f"{TICKS_PER_SECOND} per second")
+    print(f"c3sim check: CPU at 160 MHz from the PLL after one write of CPUPERIOD_SEL; "
+          f"{ticks} ticks in {seconds:.3f} simulated seconds ({ticks / seconds:.1f} per second)")
+
+
+# The faulter's accesses on the C3 (kernel/src/board/esp32c3/map.rs; heartbeat's code
+# and RAM come first, 8 KiB each): (announced, mcause, the kernel's name of it, address).
+FAULTER_BUDGET = 40_000_000
+FAULTER_ACCESSES = [
+    ("reading kernel memory", 5, "load access fault", 0x3FC8_0000),
+    ("writing another task's memory", 7, "store access fault", 0x3FCC_E000),
+    ("reading a device register", 5, "load access fault", 0x6000_0000),  # UART0
+    ("executing an illegal instruction", 2, "illegal instruction", None),
+    # Its own code (0x403C_8000 on the instruction bus) seen through the data bus.
+    ("writing its own code through the data bus", 7, "store access fault", 0x3FCC_8000),
+    # Its own RAM (0x3FCD_0000 on the data bus) seen through the instruction bus.
+    ("executing its own RAM through the instruction bus", 1, "instruction access fault", 0x403D_0000),
+]
+FAULTER_DONE = "faulter: done, all 6 forbidden accesses were stopped"
+
+
+def check_faulter(images, work):
+    """Each forbidden access is announced, trapped with its cause and address (the
+    simulator's record of the exception and the kernel's report agree), the task is
+    restarted for the next, and the heartbeat goes on for two beats after the last."""
+    fram = os.path.join(work, "faulter-fram.img")
+    if os.path.exists(fram):
+        os.remove(fram)
+
+    done_beats = []
+
+    def until(m):
+        if not done_beats and FAULTER_DONE.encode() in m.console:
+            done_beats.append(m.console.count(b"[heartbeat] heartbeat"))
+        return bool(done_beats) and m.console.count(b"[heartbeat] heartbeat") >= done_beats[0] + 2
+
+    with open(os.path.join(images, "faulter.bin"), "rb") as f:
+        m, stop, seconds = boot(f.read(), fram, FAULTER_BUDGET, until)
+    text = m.console.decode(errors="replace")
+    if stop is not None:
+        raise SystemExit(f"faulter: the run stopped: {stop}\n{text}")
+    lines = [line for line in text.splitlines() if "[faulter] faulter: " in line or "task faulter: " in line]
+    # Every exception the simulator delivered, in order. Store faults on a task's own
+    # RAM are also the kernel's write tracking (PMP write protection), so the accesses
+    # must appear in order among them, and no other fetch, illegal-instruction or load
+    # fault may.
+    traps = [(cause, tval) for cause, _epc, tval in m.traps if cause in (1, 2, 5, 7)]
+    stray = [t for t in traps if t[0] != 7]
+    if len(stray) != sum(1 for a in FAULTER_ACCESSES if a[1] != 7):
+        raise SystemExit(f"faulter: unexpected fetch, illegal or load faults {stray}:\n{text}")
+    pos = 0
+    for i, (what, cause, name, addr) in enumerate(FAULTER_ACCESSES):
+        announced, report = lines[2 * i : 2 * i + 2] if len(lines) >= 2 * i + 2 else ("", "")
+        at = f" at {addr:#010x}" if addr is not None else " at 0x"
+        if what not in announced or (addr is not None and not announced.endswith(at)):
+            raise SystemExit(f"faulter access {i}: expected it to announce {what!r}{at}, got {announced!r}")
+        if f"task faulter: {name}{at}" not in report or "task restarted" not in report:
+            raise SystemExit(f"faulter access {i}: expected the kernel to report a {name}{at} and "
+                             f"restart the task, got {report!r}")
+        while pos < len(traps) and not (traps[pos][0] == cause and addr in (None, traps[pos][1])):
+            pos += 1
+        if pos == len(traps):
+            raise SystemExit(f"faulter access {i}: no trap with mcause {cause}, mtval {addr} "
+                             f"after the previous access's among {traps}")
+        pos += 1
+    if FAULTER_DONE not in text or "faulter: ERROR" in text:
+        raise SystemExit(f"faulter: expected {FAULTER_DONE!r} and no 'faulter: ERROR':\n{text}")
+    if not done_beats or m.console.count(b"[heartbeat] heartbeat") < done_beats[0] + 2:
+        raise SystemExit(f"faulter: the heartbeat did not beat twice after the faults in "
+                         f"{FAULTER_BUDGET} instructions:\n{text}")
+    causes = ", ".join(f"{name} (mcause {cause})" for _, cause, name, _ in FAULTER_ACCESSES)
+    print(f"c3sim check: faulter's 6 forbidden accesses stopped and the task restarted: {causes}; "
+          f"the heartbeat beat on ({m.instructions} instructions, "
+          f"{m.instructions / seconds / 1e6:.2f} M per second)")
 
 
 def check_ckcounter(images, work, cycles, seed):
@@ -93,29 +193,43 @@ POWER_FAIL = re.compile(rb"power failure: checkpoint (\d+) committed")
 RECOVERED = re.compile(rb"recovered checkpoint (\d+) ")
 
 
-def check_brown_out(images, work, seed):
-    """A brown-out at a random instruction: the kernel commits a last checkpoint and
-    halts; the next boot recovers exactly that checkpoint and counts on from the
-    last value printed."""
-    rng = random.Random(seed ^ 0xB0)
-    fram = os.path.join(work, "brownout-fram.img")
+COMPARATOR_GPIO = 3  # user/apps/ckcounter-comparator.toml
+
+
+def check_power_failure(images, work, seed, app="ckcounter", comparator_gpio=None):
+    """The supply falls at a random instruction: the brown-out detector fires (or,
+    with `comparator_gpio`, the external comparator pulls that pin low); the kernel
+    commits a last checkpoint and halts; the next boot recovers exactly that
+    checkpoint and counts on from the last value printed."""
+    rng = random.Random(seed ^ (0xB0 if comparator_gpio is None else 0xC0))
+    what = "brown-out" if comparator_gpio is None else f"comparator falling edge on GPIO{comparator_gpio}"
+    fram = os.path.join(work, f"{app}-power-fail-fram.img")
     if os.path.exists(fram):
         os.remove(fram)
-    with open(os.path.join(images, "ckcounter.bin"), "rb") as f:
+    with open(os.path.join(images, f"{app}.bin"), "rb") as f:
         bin_bytes = f.read()
     at = rng.randrange(3_000_000, 8_000_000)
     m = Machine(bin_bytes, fram)
+    fell = []
 
     def poll(m):
-        if m.instructions >= at and not m.rtc.below_threshold:
-            m.rtc.brown_out()
+        if m.instructions >= at and not fell:
+            fell.append(m.instructions)
+            if comparator_gpio is None:
+                m.rtc.brown_out()
+            else:
+                m.gpio.drive_input(comparator_gpio, False)
 
     stop = m.run(30_000_000, poll)
     m.close()
     text = m.console.decode(errors="replace")
     committed = POWER_FAIL.findall(m.console)
+    source = (f"power failure: a falling edge on GPIO{comparator_gpio}" if comparator_gpio is not None
+              else "power failure: the brown-out detector")
+    if source not in text:
+        raise SystemExit(f"{app}: the board did not announce {source!r}:\n{text}")
     if stop is None or not stop.why.startswith("halted") or len(committed) != 1:
-        raise SystemExit(f"brown-out at {at}: expected one last checkpoint and a halt, got {stop}:\n{text}")
+        raise SystemExit(f"{what} at {at}: expected one last checkpoint and a halt, got {stop}:\n{text}")
     last_printed = max(int(v) for v in COMMITTED.findall(m.console))
     m2, stop2, _ = boot(bin_bytes, fram, 3_000_000)
     text2 = m2.console.decode(errors="replace")
@@ -123,10 +237,10 @@ def check_brown_out(images, work, seed):
     after = [int(v) for v in COMMITTED.findall(m2.console)]
     if stop2 is not None or recovered != committed or not after or after[0] < last_printed:
         raise SystemExit(
-            f"brown-out at {at}: checkpoint {committed[0].decode()} committed, last printed "
+            f"{what} at {at}: checkpoint {committed[0].decode()} committed, last printed "
             f"{last_printed}; the reboot recovered {recovered} and printed {after[:3]}:\n{text2}"
         )
-    print(f"c3sim check: brown-out at instruction {at}: checkpoint {committed[0].decode()} "
+    print(f"c3sim check: {app}: {what} at instruction {at}: checkpoint {committed[0].decode()} "
           f"committed and halted; the reboot recovered exactly it and counted on from {after[0]}")
 
 
@@ -140,7 +254,9 @@ def main(argv=None):
     os.makedirs(args.work, exist_ok=True)
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     check_demo(args.images, args.work)
-    check_brown_out(args.images, args.work, seed)
+    check_faulter(args.images, args.work)
+    check_power_failure(args.images, args.work, seed)
+    check_power_failure(args.images, args.work, seed, "ckcounter-comparator", COMPARATOR_GPIO)
     check_ckcounter(args.images, args.work, args.cycles, seed)
     return 0
 

@@ -7,8 +7,10 @@ mstatus (MPP, MPIE, MIE), then the pc (mtvec's base; + 4·line for an interrupt 
 vectored mode). The CSRs the C3 adds (PCER/PCMR/PCCR, 0x7E0..0x7E2) are emulated here.
 
 Time is instructions: the CPU runs in slices of an exact instruction count (unicorn's
-`count`), one instruction is one cycle at 80 MHz, and a `wfi` with nothing pending
-skips the clock to the next alarm. Never models anything it cannot name: an access to
+`count`), one instruction is one cycle of the CPU clock SYSTEM's registers select (80
+MHz as the ROM leaves it, 160 MHz once the board switches; periph.Timebase keeps
+SYSTIMER at 16 MHz across the change), and a `wfi` with nothing pending skips the
+clock to the next alarm. Never models anything it cannot name: an access to
 an undecoded address stops the run with the address and the pc (Stop).
 """
 
@@ -24,6 +26,7 @@ from unicorn import (
     UC_HOOK_CODE,
     UC_HOOK_INTR,
     UC_HOOK_MEM_FETCH_UNMAPPED,
+    UC_HOOK_MEM_READ,
     UC_HOOK_MEM_READ_UNMAPPED,
     UC_HOOK_MEM_WRITE_UNMAPPED,
     UC_MODE_RISCV32,
@@ -104,7 +107,7 @@ class Stop(Exception):
 
 
 class Machine:
-    def __init__(self, bin_bytes, fram_path, console=None):
+    def __init__(self, bin_bytes, fram_path, console=None, rom_on_pll=True):
         entry, segments = image.parse(bin_bytes)
         self.entry = entry
         self.console_out = console or (lambda b: None)
@@ -113,6 +116,7 @@ class Machine:
         self.idle_cycles = 0
         self.traps = []  # (mcause, mepc, mtval) of every exception delivered
         self.interrupts = 0
+        self.interrupts_on_line = [0] * 32
         self.stop = None
         self.count_exact = True
 
@@ -134,18 +138,19 @@ class Machine:
             raise Stop(f"FRAM file {fram_path} is {size} bytes, an MB85RS4MT holds {periph.Mb85rs4mt.SIZE}")
         self.fram_map = mmap.mmap(self.fram_file.fileno(), size)
 
-        clock = self.cycles
+        self.timebase = periph.Timebase(self.cycles)
         self.uart = periph.Uart0(self._out)
         self.rtc = periph.RtcCntl()
         self.timg = [periph.TimerGroup(0), periph.TimerGroup(1)]
-        self.systimer = periph.Systimer(clock)
+        self.systimer = periph.Systimer(self.timebase)
         self.intmatrix = periph.IntMatrix()
-        self.gpio = periph.Gpio()
-        self.system = periph.system()
+        self.io_mux = periph.io_mux()
+        self.gpio = periph.Gpio(self.io_mux)
+        self.system = periph.system(self.timebase, rom_on_pll)
         self.fram = periph.Mb85rs4mt(self.fram_map)
         self.spi = periph.Spi2(self.gpio, self.system, self.fram)
         self.devices = [self.uart, self.rtc, *self.timg, self.systimer, self.intmatrix,
-                        self.gpio, periph.io_mux(), self.system, self.spi]
+                        self.gpio, self.io_mux, self.system, self.spi]
         for dev in self.devices:
             self.uc.mmio_map(dev.base, dev.size, self._mmio_read, dev, self._mmio_write, dev)
 
@@ -168,6 +173,12 @@ class Machine:
                     raise Stop(f"kernel code: {bad[1]} (instruction {bad[2]:#x})", bad[0])
         self._checked_blocks = set()
         self.uc.hook_add(UC_HOOK_BLOCK, self._on_task_block, None, *TASK_CODE)
+        # Data loads through the instruction bus (the tasks' rodata is linked there):
+        # counted by size, since the chip may not serve them as the data bus does
+        # (esptool lists that range without BYTE_ACCESSIBLE; docs/esp32c3.md).
+        self.ibus_loads = {1: 0, 2: 0, 4: 0}
+        self.uc.hook_add(UC_HOOK_MEM_READ, self._on_ibus_load, None,
+                         SRAM_DATA_BASE + IRAM_ALIAS, SRAM_DATA_BASE + IRAM_ALIAS + SRAM_BYTES - 1)
         self.uc.reg_write(R.UC_RISCV_REG_PC, entry)
         self.pccr_base = 0
         self.pcmr = 0
@@ -224,6 +235,9 @@ class Machine:
         if self.stop is None:
             self.stop = Stop(why, self._pc())
         self.uc.emu_stop()
+
+    def _on_ibus_load(self, uc, access, addr, size, value, _data):
+        self.ibus_loads[size] = self.ibus_loads.get(size, 0) + 1
 
     def _on_unmapped(self, uc, access, addr, size, value, _data):
         kind = {19: "read", 20: "write", 21: "fetch"}.get(access, f"access {access}")
@@ -346,6 +360,7 @@ class Machine:
         if line is None:
             return False
         self.interrupts += 1
+        self.interrupts_on_line[line] += 1
         self._enter_trap(0x8000_0000 | line, pc, 0, interrupt_line=line)
         return True
 
@@ -376,6 +391,7 @@ class Machine:
         if line is None:
             return
         self.interrupts += 1
+        self.interrupts_on_line[line] += 1
         epc = uc.reg_read(R.UC_RISCV_REG_MEPC)
         self._enter_trap(0x8000_0000 | line, epc, 0, interrupt_line=line, after_mret=True)
 

@@ -10,11 +10,40 @@ simulated CPU cycles since reset. Models never touch the emulator: machine.py wi
 them to it.
 """
 
-# The simulated CPU clock: the ROM leaves the C3 at 80 MHz from the PLL (one
-# instruction per cycle is the simulator's timing model); SYSTIMER counts at 16 MHz.
+# The simulated CPU clock as the ROM is taken to leave it: 80 MHz from the PLL (one
+# instruction per cycle is the simulator's timing model; SYSTEM's clock registers
+# change it, below). SYSTIMER counts at 16 MHz from the crystal, whatever the CPU runs at.
 CPU_HZ = 80_000_000
 SYSTIMER_HZ = 16_000_000
-CYCLES_PER_SYSTIMER_COUNT = CPU_HZ // SYSTIMER_HZ
+
+
+class Timebase:
+    """Simulated time across CPU clock changes: `cycles` (a callable) gives the CPU
+    cycles since reset, each as long as the CPU clock of its moment; SYSTIMER counts
+    are 16 MHz time. A change of the CPU clock starts a new segment, so the counts go
+    on at the same rate."""
+
+    def __init__(self, cycles, cpu_hz=CPU_HZ):
+        self.cycles = cycles
+        self.base_cycles, self.base_counts, self.base_seconds = 0, 0, 0.0
+        self.cpu_hz = cpu_hz
+        self.cycles_per_count = cpu_hz // SYSTIMER_HZ
+
+    def seconds(self):
+        """Simulated time since reset: each segment's cycles at its CPU clock."""
+        return self.base_seconds + (self.cycles() - self.base_cycles) / self.cpu_hz
+
+    def counts(self):
+        return self.base_counts + (self.cycles() - self.base_cycles) // self.cycles_per_count
+
+    def cycle_of(self, counts):
+        """The first CPU cycle at which SYSTIMER has counted `counts`."""
+        return self.base_cycles + max(0, counts - self.base_counts) * self.cycles_per_count
+
+    def set_cpu_hz(self, hz):
+        now = self.cycles()
+        self.base_counts, self.base_seconds, self.base_cycles = self.counts(), self.seconds(), now
+        self.cpu_hz, self.cycles_per_count = hz, hz // SYSTIMER_HZ
 
 
 class Undecoded(Exception):
@@ -171,17 +200,22 @@ SWD_WKEY = 0x8F1D_312A
 class RtcCntl(Device):
     """RTC_CNTL: the RTC watchdog (WDTCONFIG0 0x90, WDTWPROTECT 0xA8), the super
     watchdog (SWD_CONF 0xAC, SWD_WPROTECT 0xB0; it expires unless auto-feed is on),
-    the brown-out detector (BROWN_OUT 0xD8) and the RTC interrupt registers (INT_ENA
-    0x40, INT_RAW 0x44, INT_ST 0x48, INT_CLR 0x4C; BROWN_OUT_INT bit 9). Source 27.
-    `brown_out()` is the supply falling below the threshold."""
+    the brown-out detector (BROWN_OUT 0xD8: RST_ENA bit 26, ANA_RST_EN bit 28, ENA bit
+    30, DET bit 31; FIB_SEL 0x10C, reset 7, whose bit 1 set leaves the analog
+    brown-out reset on the chip's fixed signal, taken here as armed) and the RTC
+    interrupt registers (INT_ENA 0x40, INT_RAW 0x44, INT_ST 0x48, INT_CLR 0x4C;
+    BROWN_OUT_INT bit 9). Source 27. `brown_out()` is the supply falling below the
+    threshold: a chip reset if any of the three resets is armed, else the interrupt."""
 
     name, base, size = "RTC_CNTL", 0x6000_8000, 0x1000
     SOURCE = 27
     INT_ENA, INT_RAW, INT_ST, INT_CLR = 0x40, 0x44, 0x48, 0x4C
     WDTCONFIG0, WDTWPROTECT, SWD_CONF, SWD_WPROTECT = 0x90, 0xA8, 0xAC, 0xB0
-    BROWN_OUT = 0xD8
+    BROWN_OUT, FIB_SEL = 0xD8, 0x10C
     BROWN_OUT_INT = 1 << 9
-    BROWN_OUT_RST_ENA, BROWN_OUT_ENA, BROWN_OUT_DET = 1 << 26, 1 << 30, 1 << 31
+    BROWN_OUT_RST_ENA, BROWN_OUT_ANA_RST_EN = 1 << 26, 1 << 28
+    BROWN_OUT_ENA, BROWN_OUT_DET = 1 << 30, 1 << 31
+    FIB_BOD_RST = 1 << 1
 
     class BrownOutReset(Exception):
         pass
@@ -193,6 +227,7 @@ class RtcCntl(Device):
         self.int_ena = 0
         self.int_raw = 0
         self.brown_out_reg = self.BROWN_OUT_RST_ENA | 0x3FF
+        self.fib_sel = 0b111
         self.below_threshold = False
 
     def check(self, cycles):
@@ -213,6 +248,10 @@ class RtcCntl(Device):
             return
         if self.brown_out_reg & self.BROWN_OUT_RST_ENA:
             raise self.BrownOutReset("brown-out with its chip reset enabled: the chip resets")
+        if self.fib_sel & self.FIB_BOD_RST or self.brown_out_reg & self.BROWN_OUT_ANA_RST_EN:
+            raise self.BrownOutReset(
+                "brown-out with its analog reset armed (FIB_SEL bit 1 or BROWN_OUT_ANA_RST_EN): "
+                "the chip resets")
         self.int_raw |= self.BROWN_OUT_INT
 
     def read(self, off):
@@ -226,6 +265,7 @@ class RtcCntl(Device):
             self.SWD_WPROTECT: self.swd.protect,
             self.BROWN_OUT: self.brown_out_reg
             | (self.BROWN_OUT_DET if self.below_threshold else 0),
+            self.FIB_SEL: self.fib_sel,
         }
         if off not in regs:
             return super().read(off)
@@ -249,6 +289,8 @@ class RtcCntl(Device):
         elif off == self.BROWN_OUT:
             self.brown_out_reg = value & ~self.BROWN_OUT_DET
             self._detect()
+        elif off == self.FIB_SEL:
+            self.fib_sel = value & 0b111
         else:
             super().write(off, value)
 
@@ -286,8 +328,8 @@ class TimerGroup(Device):
 
 
 class Systimer(Device):
-    """SYSTIMER (TRM 10.4/10.5): UNIT0 counts at 16 MHz from reset (simulated CPU
-    cycles / 5); UNIT0_OP's update latches the count into VALUE_HI/LO and sets
+    """SYSTIMER (TRM 10.4/10.5): UNIT0 counts at 16 MHz from reset (the Timebase's
+    counts: CPU cycles / 5 at 80 MHz, / 10 at 160 MHz); UNIT0_OP's update latches the count into VALUE_HI/LO and sets
     VALUE_VALID; COMP0 in period mode (TARGET0_CONF bit 30) raises TARGET0 (INT_RAW bit
     0, source 37) every `period` counts from the COMP0_LOAD, while CONF.TARGET0_WORK_EN
     is set. One-shot mode and UNIT1/COMP1/COMP2 are not modelled."""
@@ -301,8 +343,8 @@ class Systimer(Device):
     UNIT0_UPDATE, UNIT0_VALUE_VALID = 1 << 30, 1 << 29
     PERIOD_MODE = 1 << 30
 
-    def __init__(self, clock):
-        self.clock = clock
+    def __init__(self, timebase):
+        self.timebase = timebase
         self.conf = self.UNIT0_WORK_EN | 1
         self.latched = 0
         self.valid = False
@@ -313,7 +355,7 @@ class Systimer(Device):
         self.int_raw = 0
 
     def count(self):
-        return self.clock() // CYCLES_PER_SYSTIMER_COUNT
+        return self.timebase.counts()
 
     def update(self):
         """Raises TARGET0 for every alarm time passed (period mode re-arms)."""
@@ -332,7 +374,7 @@ class Systimer(Device):
         """The CPU cycle of the next alarm, or None."""
         if self.next_alarm is None or not self.conf & self.TARGET0_WORK_EN:
             return None
-        return self.next_alarm * CYCLES_PER_SYSTIMER_COUNT
+        return self.timebase.cycle_of(self.next_alarm)
 
     def read(self, off):
         if off == self.CONF:
@@ -463,20 +505,53 @@ class IntMatrix(Device):
 class Gpio(Device):
     """GPIO: OUT (0x04) with W1TS/W1TC (0x08/0x0C), ENABLE (0x20) with W1TS/W1TC
     (0x24/0x28), FUNCm_IN_SEL_CFG (0x154 + 4m, 128 signals) and FUNCn_OUT_SEL_CFG
-    (0x554 + 4n, 22 pins). `level(pin)` is what an output pin drives."""
+    (0x554 + 4n, 22 pins). `level(pin)` is what an output pin drives. Interrupts
+    (the comparator input): PINn_REG (0x74 + 4n; INT_TYPE bits 9:7, only 0 and 2 =
+    falling edge modelled, any other type stops the run; INT_ENA bit 13 = the CPU
+    interrupt), STATUS (0x44) with W1TS/W1TC (0x48/0x4C), PCPU_INT (0x5C). A falling
+    edge that `drive_input` makes on a pin whose output is off and whose IO MUX input
+    is enabled sets its STATUS bit; source 16 is raised while an enabled pin's STATUS
+    bit is set (cleared only by W1TC)."""
 
     name, base, size = "GPIO", 0x6000_4000, 0x1000
     OUT, OUT_W1TS, OUT_W1TC = 0x04, 0x08, 0x0C
     ENABLE, ENABLE_W1TS, ENABLE_W1TC = 0x20, 0x24, 0x28
+    STATUS, STATUS_W1TS, STATUS_W1TC, PCPU_INT = 0x44, 0x48, 0x4C, 0x5C
+    PIN0 = 0x74
     IN_SEL0, SIGNALS = 0x154, 128
     OUT_SEL0, PINS = 0x554, 22
     SIMPLE_OUTPUT = 0x80
+    SOURCE = 16
+    INT_TYPE_SHIFT, FALLING_EDGE, INT_ENA_CPU = 7, 2, 1 << 13
+    FUN_IE = 1 << 9
 
-    def __init__(self):
+    def __init__(self, io_mux=None):
         self.out = 0
         self.enable = 0
         self.in_sel = [0] * self.SIGNALS
         self.out_sel = [self.SIMPLE_OUTPUT] * self.PINS
+        self.pin_conf = [0] * self.PINS
+        self.status = 0
+        self.inputs = (1 << self.PINS) - 1  # every input high (pulled up)
+        self.io_mux = io_mux
+
+    def _enabled_irqs(self):
+        return sum(1 << n for n, c in enumerate(self.pin_conf) if c & self.INT_ENA_CPU)
+
+    def drive_input(self, pin, level):
+        """What the outside world drives on `pin` (the comparator: high while the
+        supply is good, low when it falls below the threshold)."""
+        was = (self.inputs >> pin) & 1
+        self.inputs = (self.inputs & ~(1 << pin)) | (int(bool(level)) << pin)
+        falling = was and not level
+        ie = self.io_mux is None or self.io_mux.regs[0x04 + 4 * pin] & self.FUN_IE
+        is_input = not (self.enable >> pin) & 1
+        kind = (self.pin_conf[pin] >> self.INT_TYPE_SHIFT) & 7
+        if falling and ie and is_input and kind == self.FALLING_EDGE:
+            self.status |= 1 << pin
+
+    def levels(self):
+        return {self.SOURCE: bool(self.status & self._enabled_irqs())}
 
     def level(self, pin):
         """The pin's level as an output (high when not driven: pulled up)."""
@@ -488,6 +563,12 @@ class Gpio(Device):
             return self.out
         if off == self.ENABLE:
             return self.enable
+        if off == self.STATUS:
+            return self.status
+        if off == self.PCPU_INT:
+            return self.status & self._enabled_irqs()
+        if self.PIN0 <= off < self.PIN0 + 4 * self.PINS and off % 4 == 0:
+            return self.pin_conf[(off - self.PIN0) // 4]
         if self.IN_SEL0 <= off < self.IN_SEL0 + 4 * self.SIGNALS and off % 4 == 0:
             return self.in_sel[(off - self.IN_SEL0) // 4]
         if self.OUT_SEL0 <= off < self.OUT_SEL0 + 4 * self.PINS and off % 4 == 0:
@@ -508,6 +589,17 @@ class Gpio(Device):
             self.enable |= value & mask
         elif off == self.ENABLE_W1TC:
             self.enable &= ~value
+        elif off == self.STATUS:
+            self.status = value & mask
+        elif off == self.STATUS_W1TS:
+            self.status |= value & mask
+        elif off == self.STATUS_W1TC:
+            self.status &= ~value
+        elif self.PIN0 <= off < self.PIN0 + 4 * self.PINS and off % 4 == 0:
+            kind = (value >> self.INT_TYPE_SHIFT) & 7
+            if kind not in (0, self.FALLING_EDGE):
+                raise Undecoded(self.base + off, f"GPIO interrupt type {kind} (only falling edge is modelled)")
+            self.pin_conf[(off - self.PIN0) // 4] = value
         elif self.IN_SEL0 <= off < self.IN_SEL0 + 4 * self.SIGNALS and off % 4 == 0:
             self.in_sel[(off - self.IN_SEL0) // 4] = value
         elif self.OUT_SEL0 <= off < self.OUT_SEL0 + 4 * self.PINS and off % 4 == 0:
@@ -522,9 +614,87 @@ def io_mux():
     return Plain("IO MUX", 0x6000_9000, {0x04 + 4 * n: 0x0800 for n in range(22)})
 
 
-def system():
-    """SYSTEM: PERIP_CLK_EN0 (0x10) and PERIP_RST_EN0 (0x18)."""
-    return Plain("SYSTEM", 0x600C_0000, {0x10: 0xF9C1_E06F, 0x18: 0})
+class ClockRefused(Exception):
+    """A write to SYSTEM's clock registers that the board must never make."""
+
+
+class System(Plain):
+    """SYSTEM: PERIP_CLK_EN0 (0x10) and PERIP_RST_EN0 (0x18) as plain registers, and
+    the CPU clock (TRM 6.2): CPU_PER_CONF (0x08; CPUPERIOD_SEL bits 1:0, PLL_FREQ_SEL
+    bit 2, CPU_WAIT_MODE_FORCE_ON bit 3, CPU_WAITI_DELAY_NUM bits 7:4) and SYSCLK_CONF
+    (0x58; PRE_DIV_CNT bits 9:0, SOC_CLK_SEL bits 11:10, CLK_XTAL_FREQ bits 18:12
+    read-only). They start as the ROM is taken to leave them: the PLL at 480 MHz, the
+    CPU at 80 MHz (`rom_on_pll=False`: the chip's reset values, XTAL / 2 = 20 MHz).
+    The model accepts only what drivers/esp32c3's clock sequence may write:
+    CPUPERIOD_SEL 0 or 1 while the PLL is the source, everything else in both
+    registers unchanged. A reserved CPUPERIOD_SEL, a CPUPERIOD_SEL change off the PLL,
+    a PLL_FREQ_SEL change under a running CPU, a source change (the BBPLL is not
+    modelled) or a write to a read-only or reserved bit stops the run (ClockRefused).
+    A change of CPU_CLK is passed to the Timebase."""
+
+    CPU_PER_CONF, SYSCLK_CONF = 0x08, 0x58
+    CPUPERIOD_SEL, PLL_FREQ_SEL = 0b11, 1 << 2
+    CPU_PER_CONF_BITS = 0xFF
+    SOC_CLK_SEL_SHIFT, PLL = 10, 1
+
+    def __init__(self, timebase=None, rom_on_pll=True):
+        super().__init__("SYSTEM", 0x600C_0000, {0x10: 0xF9C1_E06F, 0x18: 0})
+        self.timebase = timebase
+        self.cpu_per_conf = 0x0000_000C
+        self.sysclk_conf = (40 << 12) | ((1 << 10) if rom_on_pll else 0) | 1
+        self.clock_writes = []
+
+    def on_pll(self):
+        return (self.sysclk_conf >> self.SOC_CLK_SEL_SHIFT) & 3 == self.PLL
+
+    def cpu_hz(self):
+        if not self.on_pll():
+            return 40_000_000 // ((self.sysclk_conf & 0x3FF) + 1)
+        return 160_000_000 if self.cpu_per_conf & self.CPUPERIOD_SEL == 1 else 80_000_000
+
+    def read(self, off):
+        if off == self.CPU_PER_CONF:
+            return self.cpu_per_conf
+        if off == self.SYSCLK_CONF:
+            return self.sysclk_conf
+        return super().read(off)
+
+    def write(self, off, value):
+        if off == self.CPU_PER_CONF:
+            self._write_cpu_per_conf(value)
+        elif off == self.SYSCLK_CONF:
+            if value != self.sysclk_conf:
+                raise ClockRefused(
+                    f"SYSTEM_SYSCLK_CONF_REG written {value:#010x} (holds {self.sysclk_conf:#010x}): "
+                    "the CPU clock's source, divider and read-only crystal field are never changed "
+                    "(the BBPLL, XTAL and RC_FAST switches are not modelled)")
+        else:
+            super().write(off, value)
+
+    def _write_cpu_per_conf(self, value):
+        old = self.cpu_per_conf
+        why = None
+        if value & ~self.CPU_PER_CONF_BITS:
+            why = "reserved bits 31:8 set"
+        elif value & self.CPUPERIOD_SEL > 1:
+            why = f"CPUPERIOD_SEL {value & self.CPUPERIOD_SEL} is reserved (0: 80 MHz, 1: 160 MHz)"
+        elif (value ^ old) & self.PLL_FREQ_SEL and self.on_pll():
+            why = "PLL_FREQ_SEL changed while the CPU runs from the PLL"
+        elif (value ^ old) & self.CPUPERIOD_SEL and not self.on_pll():
+            why = "CPUPERIOD_SEL changed while the CPU is not on the PLL (it would take effect at a later switch)"
+        elif (value ^ old) & ~(self.CPUPERIOD_SEL | self.PLL_FREQ_SEL):
+            why = "CPU_WAIT_MODE_FORCE_ON or CPU_WAITI_DELAY_NUM changed"
+        if why:
+            raise ClockRefused(f"SYSTEM_CPU_PER_CONF_REG written {value:#010x} (holds {old:#010x}): {why}")
+        before = self.cpu_hz()
+        self.cpu_per_conf = value
+        self.clock_writes.append(value)
+        if self.cpu_hz() != before and self.timebase is not None:
+            self.timebase.set_cpu_hz(self.cpu_hz())
+
+
+def system(timebase=None, rom_on_pll=True):
+    return System(timebase, rom_on_pll)
 
 
 class Mb85rs4mt:

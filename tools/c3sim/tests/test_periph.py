@@ -88,37 +88,45 @@ class WatchdogTest(unittest.TestCase):
         r.write(0xAC, 1 << 31)
         r.check(10 * periph.CPU_HZ)
 
-    def test_brown_out_interrupts_only_with_its_reset_off(self):
+    def test_brown_out_interrupts_only_with_its_resets_off(self):
+        def off(r):
+            """FIB_SEL's BOD bit and both reset enables cleared, the detector on."""
+            r.write(0x10C, r.read(0x10C) & ~0b10)
+            r.write(0xD8, (r.read(0xD8) & ~(1 << 26 | 1 << 28)) | 1 << 30)
+
         r = periph.RtcCntl()
         r.write(0xD8, r.read(0xD8) | 1 << 30)
-        with self.assertRaises(periph.RtcCntl.BrownOutReset):
+        with self.assertRaisesRegex(periph.RtcCntl.BrownOutReset, "chip reset enabled"):
+            r.brown_out()
+        # The digital reset off is not enough: the analog one stays on FIB_SEL's signal.
+        r = periph.RtcCntl()
+        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30)
+        with self.assertRaisesRegex(periph.RtcCntl.BrownOutReset, "analog reset"):
+            r.brown_out()
+        r = periph.RtcCntl()
+        r.write(0x10C, 0b101)
+        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30 | 1 << 28)
+        with self.assertRaisesRegex(periph.RtcCntl.BrownOutReset, "ANA_RST_EN"):
             r.brown_out()
         r = periph.RtcCntl()
         r.brown_out()  # before the detector is on: seen once it is
         self.assertEqual(r.levels(), {27: False})
-        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30)
+        off(r)
         r.write(0x40, 1 << 9)
-        r.brown_out()
         self.assertEqual(r.levels(), {27: True})
         r.write(0x4C, 1 << 9)
         self.assertEqual(r.levels(), {27: True}, "raised again while the supply is low")
         r = periph.RtcCntl()
-        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30)
+        off(r)
         r.write(0x40, 1 << 9)
         r.write(0x4C, 1 << 9)
         self.assertEqual(r.levels(), {27: False}, "no brown-out, nothing raised")
-        r = periph.RtcCntl()
-        r.brown_out()  # before the detector is on: seen once it is
-        r.write(0xD8, (r.read(0xD8) & ~(1 << 26)) | 1 << 30)
-        r.write(0x4C, 1 << 9)
-        r.write(0x40, 1 << 9)
-        self.assertEqual(r.levels(), {27: True})
 
 
 class SystimerAndMatrixTest(unittest.TestCase):
     def test_comp0_period_fires_through_the_matrix_on_its_line(self):
         now = [0]
-        t = periph.Systimer(lambda: now[0])
+        t = periph.Systimer(periph.Timebase(lambda: now[0]))
         t.write(0x34, 1 << 30 | 160_000)
         t.write(0x50, 1)
         t.write(0x00, t.read(0x00) | 1 << 24)
@@ -139,11 +147,76 @@ class SystimerAndMatrixTest(unittest.TestCase):
         self.assertEqual(t.next_event_cycles(), 2 * 160_000 * 5)
 
     def test_unit0_reads_after_an_update(self):
-        t = periph.Systimer(lambda: 5 * 1234)
+        t = periph.Systimer(periph.Timebase(lambda: 5 * 1234))
         self.assertEqual(t.read(0x04), 0)
         t.write(0x04, 1 << 30)
         self.assertEqual(t.read(0x04), 1 << 29)
         self.assertEqual((t.read(0x40), t.read(0x44)), (0, 1234))
+
+
+class ClockTest(unittest.TestCase):
+    """SYSTEM's CPU clock registers (TRM 6.2) and SYSTIMER's rate across a switch."""
+
+    def test_the_rom_state_and_the_switch_to_160_mhz_keep_systimer_at_16_mhz(self):
+        now = [0]
+        tb = periph.Timebase(lambda: now[0])
+        s = periph.system(tb)
+        self.assertEqual((s.read(0x08), s.read(0x58)), (0x0C, 0x0002_8401))
+        self.assertEqual(s.cpu_hz(), 80_000_000)
+        now[0] = 80_000_000  # one second at 80 MHz
+        self.assertEqual(tb.counts(), 16_000_000)
+        s.write(0x08, 0x0D)  # CPUPERIOD_SEL = 1
+        self.assertEqual(s.cpu_hz(), 160_000_000)
+        now[0] += 160_000_000  # one more second, at 160 MHz
+        self.assertEqual(tb.counts(), 32_000_000)
+        self.assertEqual(tb.cycle_of(32_000_010), now[0] + 100)
+        s.write(0x08, 0x0D)  # the same value again: no change
+        self.assertEqual(tb.counts(), 32_000_000)
+
+    def test_writes_the_sequence_never_makes_are_refused(self):
+        for value, why in [(0x0E, "reserved"), (0x0F, "reserved"), (0x09, "PLL_FREQ_SEL"),
+                           (0x1D, "WAIT"), (0x10C, "reserved bits")]:
+            with self.assertRaisesRegex(periph.ClockRefused, why):
+                periph.system().write(0x08, value)
+        with self.assertRaisesRegex(periph.ClockRefused, "SYSCLK_CONF"):
+            periph.system().write(0x58, 0x0002_8400)
+        # Off the PLL (the chip's reset values), CPUPERIOD_SEL may not change.
+        off = periph.system(rom_on_pll=False)
+        self.assertEqual(off.cpu_hz(), 20_000_000)
+        with self.assertRaisesRegex(periph.ClockRefused, "not on the PLL"):
+            off.write(0x08, 0x0D)
+
+
+class GpioInterruptTest(unittest.TestCase):
+    def test_a_falling_edge_on_an_enabled_input_raises_source_16_until_cleared(self):
+        mux = periph.io_mux()
+        g = periph.Gpio(mux)
+        mux.write(0x04 + 4 * 3, 0x1300)  # GPIO function, FUN_IE, FUN_WPU
+        g.write(0x74 + 4 * 3, 2 << 7 | 1 << 13)
+        self.assertEqual(g.levels(), {16: False})
+        g.drive_input(3, True)  # rising or staying high: nothing
+        self.assertEqual(g.levels(), {16: False})
+        g.drive_input(3, False)
+        self.assertEqual((g.levels(), g.read(0x44), g.read(0x5C)), ({16: True}, 1 << 3, 1 << 3))
+        g.drive_input(3, True)
+        self.assertEqual(g.levels(), {16: True}, "the status bit holds until cleared")
+        g.write(0x4C, 1 << 3)
+        self.assertEqual(g.levels(), {16: False})
+
+    def test_no_edge_without_input_enable_output_off_or_interrupt_type(self):
+        mux = periph.io_mux()
+        g = periph.Gpio(mux)
+        g.write(0x74 + 4 * 3, 2 << 7 | 1 << 13)
+        mux.write(0x04 + 4 * 3, 0x1000)  # FUN_IE off
+        g.drive_input(3, False)
+        self.assertEqual(g.read(0x44), 0)
+        mux.write(0x04 + 4 * 3, 0x1200)
+        g.write(0x24, 1 << 3)  # output on
+        g.drive_input(3, True)
+        g.drive_input(3, False)
+        self.assertEqual(g.read(0x44), 0)
+        with self.assertRaises(periph.Undecoded):
+            g.write(0x74 + 4 * 3, 1 << 7)  # rising edge: not modelled
 
 
 class FramOnSpiTest(unittest.TestCase):

@@ -54,7 +54,19 @@ pub struct App {
     /// that no checkpoint copies, and granted by `heap` caps.
     #[serde(default)]
     pub memory: BTreeMap<String, u32>,
+    /// What the app asks of the ESP32-C3 board (other boards have no such choices).
+    #[serde(default)]
+    pub esp32c3: Esp32c3Config,
     pub tasks: Vec<Task>,
+}
+
+/// An app's `[esp32c3]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Esp32c3Config {
+    /// The GPIO whose falling edge (an external supply comparator's output) is the
+    /// power-failure interrupt, instead of the brown-out detector.
+    pub power_failure_gpio: Option<u32>,
 }
 
 fn default_checkpoint_ms() -> u32 {
@@ -145,6 +157,8 @@ pub enum Cap {
 /// A task placed in memory.
 pub struct Placed<'a> {
     pub task: &'a Task,
+    /// The memory map of the board it is placed on.
+    pub board: &'static MemoryMap,
     pub code_base: u32,
     pub ram_base: u32,
     /// Where each memory cap the task holds lies, by the name the task knows it by:
@@ -163,6 +177,13 @@ pub fn load(path: &Path) -> Result<App, String> {
     let bad_app = |why: String| Err(format!("{}: {why}", path.display()));
     if app.tasks.is_empty() {
         return bad_app("an app needs at least one task".into());
+    }
+    if let Some(pin) = app.esp32c3.power_failure_gpio {
+        if let Some(why) = amber_kernel::board::esp32c3::map::power_failure_pin_refusal(pin) {
+            return bad_app(format!(
+                "[esp32c3] power_failure_gpio = {pin}: GPIO{pin} cannot be the comparator input: {why}"
+            ));
+        }
     }
     crate::validate::rules(&app).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some((name, len)) = app
@@ -187,13 +208,15 @@ pub fn load(path: &Path) -> Result<App, String> {
         }
         if let Some(k) = t.env.keys().find(|k| {
             k.is_empty()
-                || k.starts_with("AMBER_MEM_")
+                || ["AMBER_MEM_", "AMBER_BOARD_", "AMBER_TASK_"]
+                    .iter()
+                    .any(|p| k.starts_with(p))
                 || !k
                     .bytes()
                     .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
         }) {
             return bad(&format!(
-                "env name `{k}` must be made of A-Z, 0-9 and _ (AMBER_MEM_ is xtask's)"
+                "env name `{k}` must be made of A-Z, 0-9 and _ (AMBER_MEM_, AMBER_BOARD_ and AMBER_TASK_ are xtask's)"
             ));
         }
         let mut names = Vec::new();
@@ -325,6 +348,7 @@ pub fn place<'a>(app: &'a App, nvm_size: u32, board: &str) -> Result<Vec<Placed<
         }
         out.push(Placed {
             task,
+            board: map,
             code_base: code,
             ram_base: ram,
             memory,
@@ -356,10 +380,25 @@ fn nvm_area(map: &MemoryMap, nvm_size: u32, area: &str) -> Option<(u32, u32)> {
     (region.len > 0).then_some((map.nvm_window? + region.offset, region.len))
 }
 
-/// The environment task `p` is built with: its app's settings and where each memory
-/// capability it holds lies (`AMBER_MEM_<NAME>`, `AMBER_MEM_<NAME>_LEN`, decimal).
+/// The environment task `p` is built with: its app's settings, where each memory
+/// capability it holds lies (`AMBER_MEM_<NAME>`, `AMBER_MEM_<NAME>_LEN`), and the
+/// board's places that tasks may name but never reach (`AMBER_BOARD_KERNEL`, the
+/// kernel's RAM; `AMBER_BOARD_TASK_RAM`, the first task's RAM; `AMBER_BOARD_CONSOLE`,
+/// the kernel's console device; `AMBER_BOARD_CODE_ALIAS`) and its own
+/// (`AMBER_TASK_CODE`, `AMBER_TASK_RAM`): all decimal.
 pub fn task_env(p: &Placed) -> BTreeMap<String, String> {
     let mut env = p.task.env.clone();
+    let map = p.board;
+    for (key, value) in [
+        ("AMBER_BOARD_KERNEL", map.kernel.base),
+        ("AMBER_BOARD_TASK_RAM", map.task_ram.base),
+        ("AMBER_BOARD_CONSOLE", map.console),
+        ("AMBER_BOARD_CODE_ALIAS", map.code_alias),
+        ("AMBER_TASK_CODE", p.code_base),
+        ("AMBER_TASK_RAM", p.ram_base),
+    ] {
+        env.insert(key.to_owned(), value.to_string());
+    }
     for (name, base, len) in &p.memory {
         let key = format!("AMBER_MEM_{}", name.to_uppercase().replace('-', "_"));
         env.insert(format!("{key}_LEN"), len.to_string());
@@ -453,12 +492,14 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)], nvm_size: u32
          pub const APP_DESCRIPTION: &str = {:?};\n\
          pub const CHECKPOINT_MS: u32 = {};\n\
          pub const NVM_SIZE: u32 = {};\n\
+         pub const POWER_FAILURE_GPIO: Option<u32> = {:?};\n\
          pub static TASKS: &[TaskImage] = &[",
         app.name,
         app.name,
         app.description,
         app.checkpoint_ms,
-        if eternal { nvm_size } else { 0 }
+        if eternal { nvm_size } else { 0 },
+        app.esp32c3.power_failure_gpio
     );
     for (p, segments, entry) in placed {
         let t = p.task;
@@ -575,6 +616,46 @@ mod tests {
         assert_eq!(p[1].ram_base, map.task_ram.base + 4096);
     }
 
+    #[test]
+    fn a_power_failure_gpio_the_c3_board_uses_is_refused_naming_why() {
+        let with_pin = |pin: u32| {
+            app(&ONE.replace(
+                "[[tasks]]",
+                &format!("[esp32c3]\npower_failure_gpio = {pin}\n[[tasks]]"),
+            ))
+        };
+        assert_eq!(with_pin(3).unwrap().esp32c3.power_failure_gpio, Some(3));
+        assert_eq!(app(ONE).unwrap().esp32c3.power_failure_gpio, None);
+        for (pin, why) in [
+            (6, "FRAM"),
+            (20, "UART0"),
+            (12, "SPI flash"),
+            (9, "strapping"),
+            (22, "GPIO0..=GPIO21"),
+        ] {
+            let e = with_pin(pin).unwrap_err();
+            assert!(
+                e.contains(&format!("GPIO{pin} cannot be the comparator input")) && e.contains(why),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_app_too_big_for_the_c3_is_refused_with_what_overflows_by_how_much() {
+        let big = ONE.replace("code = 4096", "code = 32768");
+        let mut a = app(&big).unwrap();
+        a.tasks.push(app(&big).unwrap().tasks.remove(0));
+        a.tasks[1].name = "b".into();
+        assert!(place(&a, 4 << 20, BOARD).is_ok(), "QEMU has room");
+        let e = place(&a, 512 << 10, "esp32c3").err().unwrap();
+        assert_eq!(
+            e,
+            "app `t`: task code (up to `b`) does not fit on board esp32c3: \
+             32768 bytes past the 32768 bytes at 0x403c6000"
+        );
+    }
+
     /// `ONE` with `caps` (a TOML array) and `top` (tables before the first task).
     fn with(top: &str, caps: &str) -> String {
         ONE.replace("stack = 1024", &format!("stack = 1024\ncaps = [{caps}]"))
@@ -598,6 +679,10 @@ mod tests {
         assert!(
             app(&env("AMBER_MEM_X = \"1\"")).is_err(),
             "memory addresses are xtask's to set"
+        );
+        assert!(
+            app(&env("AMBER_BOARD_KERNEL = \"1\"")).is_err(),
+            "and so are the board's"
         );
     }
 
@@ -647,6 +732,8 @@ mod tests {
         assert_eq!(env["AMBER_MEM_SPI"], spi_part.0.to_string());
         assert_eq!(env["AMBER_MEM_SPI_LEN"], "256");
         assert_eq!(env["AMBER_MEM_CACHE"], cache.0.to_string());
+        assert_eq!(env["AMBER_TASK_RAM"], map.task_ram.base.to_string());
+        assert_eq!(env["AMBER_BOARD_CONSOLE"], map.console.to_string());
         assert!(
             app(&heap(0xF04, 0x100)).is_err(),
             "a part must lie inside its memory"

@@ -69,9 +69,12 @@ pub fn run_cmd(args: &[String]) -> Result<(), String> {
         }
     }
     let bin = esp32c3::build(Some(&app))?;
+    if let Some(pin) = crate::load_app(&app)?.esp32c3.power_failure_gpio {
+        extra.extend(["--comparator-gpio".to_owned(), pin.to_string()]);
+    }
     let python = python()?;
     eprintln!(
-        "xtask: booting {} in the C3 simulator (Ctrl-B: brown-out, Ctrl-C: quit); FRAM {}",
+        "xtask: booting {} in the C3 simulator (Ctrl-B: the supply falls, Ctrl-C: quit); FRAM {}",
         bin.display(),
         fram.display()
     );
@@ -99,7 +102,7 @@ pub fn test_all() -> Result<(), String> {
     )?;
     let images = root().join("target/amber/esp32c3");
     step(
-        "booting the C3 images in the simulator (demo; ckcounter crash cycles)",
+        "booting the C3 images in the simulator (demo, faulter; brown-out, comparator; ckcounter crash cycles)",
         simulator(&python)
             .args(["-m", "c3sim.check", "--images"])
             .arg(&images)

@@ -13,9 +13,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub const BOARD: &str = "esp32c3";
-/// The apps the C3 builds in the test command. `heap` and `kv` need a user-space SPI
-/// driver sharing the FRAM bus with the kernel (issue 10 part 3): not yet.
-pub const APPS: &[&str] = &["demo", "ckcounter", "bank"];
+/// The apps the C3 builds in the test command (the simulator boots demo, faulter and
+/// ckcounter). `heap` and `kv` need a user-space SPI driver sharing the FRAM bus with
+/// the kernel (issue 10 part 3): not yet.
+pub const APPS: &[&str] = &[
+    "demo",
+    "faulter",
+    "ckcounter",
+    "ckcounter-comparator",
+    "bank",
+];
 /// The FRAM the board carries (MB85RS4MT): the NVM size apps are built for.
 pub const NVM_SIZE: u64 = 512 * 1024;
 

@@ -1,6 +1,8 @@
 //! The ESP32-C3 with an MB85RS4MT FRAM on GP-SPI2 (the vNV-Heap paper's board): the
-//! watchdogs off, UART0 as the ROM left it for the console, SYSTIMER COMP0 for the
-//! tick, the brown-out detector as the power-failure interrupt, the interrupt matrix
+//! watchdogs off, the CPU at 160 MHz, UART0 as the ROM left it for the console, SYSTIMER COMP0 for the
+//! tick, the brown-out detector as the power-failure interrupt (or, when the app's
+//! `[esp32c3] power_failure_gpio` names a pin, a falling edge on it from an external
+//! supply comparator), the interrupt matrix
 //! for routing (the C3 has no `mie`/`mip`), vectored mtvec, and the FRAM through amber-fram's `Fram` over embedded-hal-bus's
 //! `ExclusiveDevice` on the `amber-esp32c3` SPI driver. Every register sequence is in
 //! `drivers/esp32c3` (host-tested); this file only wires them to lines and pins. It
@@ -14,10 +16,12 @@ pub use device::Esp32c3;
 
 #[cfg(target_os = "none")]
 mod device {
-    use super::map::MAP;
+    use super::map::{MAP, PIN_CS, PIN_MISO, PIN_MOSI, PIN_SCK};
+    use crate::app::POWER_FAILURE_GPIO;
     use crate::arch::TrapVector;
     use crate::board::{Board, Event, MemoryMap};
     use crate::exit::ExitCode;
+    use amber_esp32c3::clock::{self, CpuClock, NotOnPll};
     use amber_esp32c3::gpio::{self, OutputPin};
     use amber_esp32c3::intmatrix::{self, Trigger};
     use amber_esp32c3::spi::{Spi2, SpiError};
@@ -29,19 +33,13 @@ mod device {
 
     const TICK_MS: u32 = 10;
     const TICK_PERIOD: u32 = (systimer::COUNTS_PER_SECOND / 1000) as u32 * TICK_MS;
-    /// CPU interrupt lines: the tick, the console, the brown-out detector; device
-    /// interrupts get the rest.
+    /// CPU interrupt lines: the tick, the console, the power failure (the brown-out
+    /// detector or the comparator's GPIO); device interrupts get the rest.
     const TICK_LINE: u32 = 1;
     const UART_LINE: u32 = 2;
-    const BROWNOUT_LINE: u32 = 3;
+    const POWER_FAIL_LINE: u32 = 3;
     const FIRST_DEVICE_LINE: u32 = 4;
     const PRIORITY: u32 = 1;
-    /// The paper's wiring: SCK GPIO6, MISO GPIO2, MOSI GPIO7; chip select on GPIO10
-    /// (the paper leaves it open).
-    const PIN_SCK: u32 = 6;
-    const PIN_MISO: u32 = 2;
-    const PIN_MOSI: u32 = 7;
-    const PIN_CS: u32 = 10;
     const SPI_HZ: u32 = 40_000_000;
     /// RDID and what an MB85RS4MT answers (Fujitsu, continuation code, density, 03).
     const RDID: u8 = 0x9F;
@@ -49,6 +47,10 @@ mod device {
     /// Ctrl-P on the console also raises the power-failure event (as on QEMU), for
     /// bring-up without a bench supply.
     const POWER_FAIL_BYTE: u8 = 0x10;
+
+    /// What the switch to 160 MHz found (the clock before it, or why it was not
+    /// made), kept from `init_console` until the log can say it.
+    static CLOCK_SWITCH: spin::Mutex<Option<Result<CpuClock, NotOnPll>>> = spin::Mutex::new(None);
 
     /// The interrupt line each source was given (0: none), owned by this board.
     static LINES: spin::Mutex<[u8; intmatrix::SOURCES as usize]> =
@@ -130,9 +132,13 @@ mod device {
         }
 
         /// First of all: the watchdogs the ROM left running go off (nothing else feeds
-        /// them), and the cycle counter starts. UART0 needs nothing: the ROM set it up.
+        /// them), the CPU goes to 160 MHz (APB, so UART0's baud rate and the SPI
+        /// clock, stay at 80 MHz), and the cycle counter starts. UART0 needs nothing
+        /// else: the ROM set it up.
         fn init_console() {
-            watchdog::disable_all(&mut regs());
+            let mut r = regs();
+            watchdog::disable_all(&mut r);
+            *CLOCK_SWITCH.lock() = Some(clock::switch_to_160mhz(&mut r));
             start_cycle_counter();
         }
 
@@ -145,6 +151,13 @@ mod device {
         /// device ID before handing it out.
         fn nvm() -> Result<Fram<FramBus>, NvmSetupError> {
             let mut r = regs();
+            match CLOCK_SWITCH.lock().take() {
+                Some(Ok(before)) => {
+                    log::info!("CPU clock: {} (was {before})", clock::cpu_clock(&mut r))
+                }
+                Some(Err(e)) => log::warn!("CPU clock: {e}"),
+                None => {}
+            }
             // The pins are fixed constants below PINS: routing cannot fail.
             let routed = gpio::route_output(&mut r, PIN_SCK, gpio::FSPICLK_OUT)
                 .and_then(|()| gpio::route_output(&mut r, PIN_MOSI, gpio::FSPID_OUT))
@@ -169,19 +182,34 @@ mod device {
         }
 
         /// The 10 ms SYSTIMER tick on line 1, UART0's receive interrupt on line 2 and
-        /// the brown-out detector (its reset off) on line 3, all level-triggered, then
-        /// `mstatus.MIE`.
+        /// the power failure on line 3: the brown-out detector (its resets off), or a
+        /// falling edge on the app's comparator GPIO (the brown-out detector then left
+        /// as the ROM set it); all level-triggered, then `mstatus.MIE`.
         fn start_interrupts() {
             let mut r = regs();
             let Ok(()) = systimer::start_periodic(&mut r, TICK_PERIOD) else {
                 unreachable!("a 10 ms period fits SYSTIMER's 26 bits")
             };
             uart::enable_rx_interrupt(&mut r);
-            brownout::enable_interrupt(&mut r);
+            let power_fail_source = match POWER_FAILURE_GPIO {
+                Some(pin) => {
+                    // xtask refused pins the C3 lacks (map::power_failure_pin_refusal).
+                    if gpio::enable_falling_edge_interrupt(&mut r, pin).is_err() {
+                        unreachable!("GPIO{pin} exists on the C3");
+                    }
+                    log::info!("power failure: a falling edge on GPIO{pin} (external comparator)");
+                    gpio::SOURCE
+                }
+                None => {
+                    brownout::enable_interrupt(&mut r);
+                    log::info!("power failure: the brown-out detector (its resets off)");
+                    brownout::SOURCE
+                }
+            };
             let routes = [
                 (systimer::TARGET0_SOURCE, TICK_LINE),
                 (uart::SOURCE, UART_LINE),
-                (brownout::SOURCE, BROWNOUT_LINE),
+                (power_fail_source, POWER_FAIL_LINE),
             ];
             for (source, line) in routes {
                 if intmatrix::route(&mut r, source, line, Trigger::Level, PRIORITY).is_err() {
@@ -214,8 +242,12 @@ mod device {
                     }
                     uart::clear_rx_interrupt(&mut r);
                 }
-                BROWNOUT_LINE => {
-                    if brownout::take_interrupt(&mut r) {
+                POWER_FAIL_LINE => {
+                    let failed = match POWER_FAILURE_GPIO {
+                        Some(pin) => gpio::take_interrupt(&mut r, pin),
+                        None => brownout::take_interrupt(&mut r),
+                    };
+                    if failed {
                         event(Event::PowerFailure)
                     }
                 }
@@ -230,9 +262,11 @@ mod device {
         }
 
         /// Gives interrupt source `irq` the next free CPU line (lines 4..=31); the
-        /// tick's, the console's and the brown-out's sources are the board's own.
+        /// tick's, the console's and the brown-out's sources are the board's own, and
+        /// the GPIO interrupt's when the app's comparator uses it.
         fn irq_enable(irq: u32) -> bool {
-            if [systimer::TARGET0_SOURCE, uart::SOURCE, brownout::SOURCE].contains(&irq) {
+            let own = [systimer::TARGET0_SOURCE, uart::SOURCE, brownout::SOURCE];
+            if own.contains(&irq) || (POWER_FAILURE_GPIO.is_some() && irq == gpio::SOURCE) {
                 return false;
             }
             let mut lines = LINES.lock();

@@ -26,6 +26,8 @@ pub const MAP: MemoryMap = MemoryMap {
         len: 16 << 20,
     },
     code_alias: 0,
+    // The 16550 UART of `virt`.
+    console: 0x1000_0000,
     pmp_entries: 16,
     nvm_window: Some(PCIE_MMIO_BASE),
 };
