@@ -1,20 +1,27 @@
-//! `cargo xtask harvest --app APP --trace FILE [--cap UF] [--cycles N] [--no-build]`: an app run
-//! on harvested energy. A host-side model of the capacitor, charged by the trace's
-//! harvested power and drained by the device, decides when the device boots (V_ON),
-//! when it gets the power-failure interrupt (V_WARN) and how many instructions it has
-//! left until it dies (V_OFF); QEMU (`-icount`, one boot per power cycle, on one NVM
-//! image) runs each on-phase with the boot options `amber.warn=T` (the interrupt at
-//! timer tick T) and `amber.energy=B` (the machine dies at its first kernel NVM store
-//! after B more instructions). It prints the power cycles, the checkpoints completed
-//! after a warning and those the energy cut short (the next boot must then come back
-//! to the previous one: its recovery line is checked, and any VIOLATION line fails the
-//! run), forward progress against continuous power, and writes an SVG of the voltage
-//! with warnings, checkpoints and cuts marked.
+//! `cargo xtask harvest --app APP --trace FILE [--cap UF] [--cycles N [--repeat]]
+//! [--name NAME] [--no-build]`: an app run on harvested energy. A host-side model of
+//! the capacitor, charged by the trace's harvested power and drained by the device,
+//! decides when the device boots (V_ON), when it gets the power-failure interrupt
+//! (V_WARN) and how many instructions it has left until it dies (V_OFF); QEMU
+//! (`-icount`, one boot per power cycle, on one NVM image) runs each on-phase with the
+//! boot options `amber.warn=T` (the interrupt at timer tick T) and `amber.energy=B`
+//! (the machine dies at its first kernel NVM store after B more instructions). It
+//! prints the power cycles, the checkpoints completed after a warning and those the
+//! energy cut short, forward progress against continuous power, the host time the
+//! boots took, and writes an SVG of the voltage with warnings, checkpoints and cuts
+//! marked. It fails the run when a boot does not resume the newest committed
+//! checkpoint (the one the last power failure committed; after a cut, one at least as
+//! new as the last boot's start), when the app's work goes back across a completed
+//! checkpoint, and on any VIOLATION line. `--repeat` plays the trace again until
+//! `--cycles` are done; `--name` names the run's NVM image and SVG (runs of different
+//! names can go at once). The calibration boot is done once per image (kept in
+//! `target/amber/harvest/APP.calibration`, keyed by the image's SHA-256).
 //!
 //! This file only models and drives; it must never reach into the guest other than by
 //! boot options, and never invent a figure it did not read from the guest or compute
 //! from the constants below (each with its source).
 
+use crate::sizing::Sizing;
 use amber_qemu::Machine;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -67,6 +74,8 @@ struct Trace {
     points: Vec<(f64, f64)>,
     /// Where the trace ends.
     end: f64,
+    /// Whether it plays again from the start after its end (`--repeat`).
+    repeat: bool,
 }
 
 impl Trace {
@@ -118,10 +127,17 @@ impl Trace {
             ));
         }
         let end = points.last().map_or(0.0, |p| p.0);
-        Ok(Trace { points, end })
+        Ok(Trace {
+            points,
+            end,
+            repeat: false,
+        })
     }
 
+    /// The power at `t`; past the end the trace plays again from its start when
+    /// `repeat` is set (`--repeat`), else it stays at its last row.
     fn power(&self, t: f64) -> f64 {
+        let t = if self.repeat { t % self.end } else { t };
         match self.points.partition_point(|&(s, _)| s <= t) {
             0 => self.points[0].1,
             i => self.points[i - 1].1,
@@ -143,6 +159,8 @@ impl Trace {
 struct Boot {
     lines: Vec<String>,
     code: Option<i32>,
+    /// Host time from starting QEMU to its exit.
+    host: Duration,
 }
 
 impl Boot {
@@ -158,10 +176,40 @@ impl Boot {
             .find_map(|l| WORK_KEYS.iter().find_map(|k| number_after(l, k)))
     }
 
-    fn first_work(&self) -> Option<u64> {
-        self.lines
-            .iter()
-            .find_map(|l| WORK_KEYS.iter().find_map(|k| number_after(l, k)))
+    /// The work the boot started from: the app's "restored at N" after a restore,
+    /// else its first count.
+    fn restored_work(&self) -> Option<u64> {
+        self.lines.iter().find_map(|l| {
+            WORK_KEYS
+                .iter()
+                .filter(|k| l.contains(*k))
+                .find_map(|k| number_after(l, "restored at ").or_else(|| number_after(l, k)))
+        })
+    }
+
+    /// The checkpoint version this boot's recovery resumed, if it recovered one.
+    fn recovered(&self) -> Option<u64> {
+        self.find("recovered checkpoint ")
+            .and_then(|l| number_after(l, "recovered checkpoint "))
+    }
+
+    /// The app's steady work rate in units per instruction: the counts it printed
+    /// against their console time stamps (virtual seconds under `-icount shift=0`,
+    /// one instruction per nanosecond), first to last.
+    fn work_rate(&self) -> Option<f64> {
+        let mut points = self.lines.iter().filter_map(|l| {
+            let w = WORK_KEYS.iter().find_map(|k| number_after(l, k))?;
+            let t: f64 = l
+                .strip_prefix('[')?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            Some((t, w))
+        });
+        let (t0, w0) = points.next()?;
+        let (t1, w1) = points.next_back()?;
+        (t1 > t0 && w1 > w0).then(|| (w1 - w0) as f64 / ((t1 - t0) * 1e9))
     }
 }
 
@@ -172,6 +220,7 @@ fn number_after(line: &str, key: &str) -> Option<u64> {
 }
 
 fn boot(machine: &Machine) -> Result<Boot, String> {
+    let started = Instant::now();
     let mut cmd: Command = machine.command().map_err(|e| e.to_string())?;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -206,6 +255,69 @@ fn boot(machine: &Machine) -> Result<Boot, String> {
     Ok(Boot {
         lines,
         code: status.code(),
+        host: started.elapsed(),
+    })
+}
+
+/// What the calibration boot on continuous power found.
+struct Calibration {
+    /// Instructions from the warning the guest declared (persist phase and
+    /// checkpoint).
+    bound: u64,
+    /// The app's work per instruction.
+    rate: f64,
+    /// Host time the calibration took (zero when reused).
+    host: Duration,
+}
+
+/// Timer ticks the calibration boot runs before its power failure (300 ms of virtual
+/// time: some 30 work counts of the heap app to take the rate from).
+const CALIBRATE_TICKS: u64 = 30;
+
+/// The calibration for the image `elf`: read back from `cache` if that was written
+/// for the same image bytes (its SHA-256) and calibration length, else booted on
+/// `machine` (a fresh NVM image) and written there.
+fn calibrate(elf: &Path, cache: &Path, machine: &Machine) -> Result<Calibration, String> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(elf).map_err(|e| format!("cannot read {}: {e}", elf.display()))?;
+    let key: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let key = format!("{key} {CALIBRATE_TICKS}");
+    if let Ok(text) = std::fs::read_to_string(cache) {
+        let mut w = text.split_whitespace();
+        let same = w.next().zip(w.next()).map(|(a, b)| format!("{a} {b}")) == Some(key.clone());
+        let bound = w.next().and_then(|b| b.parse().ok());
+        let rate = w.next().and_then(|r| r.parse().ok());
+        if let (true, Some(bound), Some(rate)) = (same, bound, rate) {
+            println!(
+                "harvest: calibration of this image reused from {}",
+                cache.display()
+            );
+            return Ok(Calibration {
+                bound,
+                rate,
+                host: Duration::ZERO,
+            });
+        }
+    }
+    let cal = boot(machine)?;
+    let bound = cal
+        .find("power failure: persist and checkpoint bound ")
+        .and_then(|l| number_after(l, "checkpoint bound "))
+        .ok_or_else(|| {
+            format!(
+                "the calibration boot printed no bound:\n{}",
+                cal.lines.join("\n")
+            )
+        })?;
+    let rate = cal.work_rate().unwrap_or(0.0);
+    std::fs::write(cache, format!("{key} {bound} {rate:e}\n")).map_err(|e| e.to_string())?;
+    Ok(Calibration {
+        bound,
+        rate,
+        host: cal.host,
     })
 }
 
@@ -268,6 +380,8 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
     let mut cap_uf = None;
     let mut max_cycles = u32::MAX;
     let mut no_build = false;
+    let mut repeat = false;
+    let mut name = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| it.next().cloned().ok_or(format!("{name} takes a value"));
@@ -287,12 +401,18 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
                     .map_err(|_| format!("--cycles takes a number, not `{v}`"))?
             }
             "--no-build" => no_build = true,
+            "--repeat" => repeat = true,
+            "--name" => name = Some(val("--name")?),
             other => return Err(format!("unknown option for harvest: `{other}`")),
         }
     }
     let app = app.ok_or("harvest needs --app APP")?;
     let trace_path = trace.ok_or("harvest needs --trace FILE (see tools/xtask/traces/)")?;
-    let trace = Trace::load(&trace_path)?;
+    let mut trace = Trace::load(&trace_path)?;
+    if repeat && max_cycles == u32::MAX {
+        return Err("--repeat plays the trace again and again: give --cycles N too".into());
+    }
+    trace.repeat = repeat;
     let elf = if no_build {
         crate::root().join(format!("target/amber/apps/{app}.elf"))
     } else {
@@ -310,7 +430,9 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("trace");
-    let image = dir.join(format!("{app}-{stem}.img"));
+    // The run's files (NVM image, SVG): runs of different names may go at once.
+    let name = name.unwrap_or(format!("{app}-{stem}"));
+    let image = dir.join(format!("{name}.img"));
     let _ = std::fs::remove_file(&image);
     let machine = |bootargs: String| {
         let mut m = Machine::new(&elf)
@@ -322,32 +444,40 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
 
     // Calibration on continuous power: the declared bound (persist phase and
     // checkpoint), and the app's work per instruction.
-    const CALIBRATE_TICKS: u64 = 100;
-    let cal = boot(&machine(format!("amber.warn={CALIBRATE_TICKS}")))?;
-    let bound = cal
-        .find("power failure: persist and checkpoint bound ")
-        .and_then(|l| number_after(l, "checkpoint bound "))
-        .or_else(|| {
-            // An app without persist callbacks: the kernel's checkpoint bound alone is
-            // not printed; take what the checkpoint took, twice.
-            cal.find("power failure: checkpoint")
-                .and_then(|l| number_after(l, "committed in "))
-                .map(|c| 2 * c)
-        })
-        .ok_or_else(|| {
-            format!(
-                "the calibration boot printed no bound:\n{}",
-                cal.lines.join("\n")
-            )
-        })?;
-    let rate = cal.work().unwrap_or(0) as f64 / (CALIBRATE_TICKS * TICK_INSTR) as f64;
-    let needed_uf = capacitor_for(bound) * 1e6;
+    let cal = calibrate(
+        &elf,
+        &dir.join(format!("{app}.calibration")),
+        &machine(format!("amber.warn={CALIBRATE_TICKS}")),
+    )?;
+    let _ = std::fs::remove_file(&image);
+    // The bound the app's description gives on the host, which must be the one the
+    // guest declared.
+    let rate = cal.rate;
+    let bound = match crate::sizing::power_failure_bound(&crate::load_app(&app)?)? {
+        Sizing::Bounded(b) if b.total() != cal.bound => {
+            return Err(format!(
+                "the host computes a bound of {} instructions for app {app} (tools/xtask/src/sizing.rs), but the guest declared {}",
+                b.total(),
+                cal.bound
+            ))
+        }
+        Sizing::Bounded(b) => b.total(),
+        Sizing::Undeclared(tasks) => {
+            println!(
+                "harvest: the persist callbacks {} declare no bound: the capacitor is sized from the kernel's checkpoint bound alone, which leaves their part out",
+                tasks.join(", ")
+            );
+            cal.bound
+        }
+    };
+    // Whole microfarads, rounded up: the size printed is the one a run uses.
+    let needed_uf = (capacitor_for(bound) * 1e6).ceil();
     println!(
         "harvest: app {app}: declared bound {bound} instructions from the warning (persist phase and checkpoint), {:.1} µJ at {:.3} nJ per instruction: needs >= {needed_uf:.0} µF between V_warn {V_WARN} V and V_off {V_OFF} V",
         bound as f64 * E_INSTR_J * 1e6,
         E_INSTR_J * 1e9
     );
-    let cap = cap_uf.unwrap_or(needed_uf.ceil()) * 1e-6;
+    let cap = cap_uf.unwrap_or(needed_uf) * 1e-6;
     println!(
         "harvest: trace {} ({:.0} s, mean {:.1} µW), capacitor {:.0} µF, device {:.0} mW on",
         trace_path.display(),
@@ -356,7 +486,6 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         cap * 1e6,
         P_CPU_W * 1e3
     );
-    let _ = std::fs::remove_file(&image);
 
     let mut r = Run::default();
     let mut m = Model {
@@ -370,23 +499,29 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
     let energy = |v: f64| 0.5 * cap * v * v;
     let volts = |e: f64| (2.0 * e.max(0.0) / cap).sqrt();
     let mut last_work: Option<u64> = None;
+    // Where the model stops: the trace's end, or never when it repeats.
+    let end = if repeat { f64::INFINITY } else { trace.end };
+    // The checkpoint the last boot committed at its power failure (None: cut short),
+    // and the one it had recovered.
+    let mut committed: Option<u64> = None;
+    let mut last_recovered: Option<u64> = None;
+    let mut boots_host = Duration::ZERO;
+    let mut recovery_instr = 0u64;
+    let mut after_warn_instr = 0u64;
     while r.cycles < max_cycles {
         // Off: charge to V_ON.
-        while m.v < V_ON && m.t < trace.end {
+        while m.v < V_ON && m.t < end {
             m.step(0.0);
         }
-        if m.t >= trace.end {
+        if m.t >= end {
             break;
         }
         // On: run until V_WARN; the interrupt comes at the tick before the crossing.
         let t_on = m.t;
-        while m.v > V_WARN
-            && m.t < trace.end
-            && (m.t - t_on) * CPU_HZ < (MAX_TICKS * TICK_INSTR) as f64
-        {
+        while m.v > V_WARN && m.t < end && (m.t - t_on) * CPU_HZ < (MAX_TICKS * TICK_INSTR) as f64 {
             m.step(P_CPU_W);
         }
-        if m.t >= trace.end {
+        if m.t >= end {
             break;
         }
         let (t, v) = (m.t, m.v);
@@ -408,26 +543,61 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         )))?;
         r.cycles += 1;
         r.on_instr += ticks * TICK_INSTR;
-        if r.cycles > 1 && b.find("recovered checkpoint").is_none() {
-            return Err(format!(
-                "cycle {}: the boot did not recover a checkpoint:\n{}",
-                r.cycles,
-                b.lines.join("\n")
-            ));
+        boots_host += b.host;
+        let fail = |what: String| format!("cycle {}: {what}:\n{}", r.cycles, b.lines.join("\n"));
+        // Every boot after the first resumes the newest committed checkpoint: the one
+        // the last power failure committed, or, if the energy cut that one short, one
+        // at least as new as the last boot's own start.
+        let recovered = b.recovered();
+        if r.cycles > 1 {
+            let Some(v) = recovered else {
+                return Err(fail("the boot did not recover a checkpoint".into()));
+            };
+            match committed {
+                Some(c) if v != c => {
+                    return Err(fail(format!(
+                        "the boot recovered checkpoint {v}, but the last power failure committed {c}"
+                    )))
+                }
+                None if last_recovered.is_some_and(|l| v < l) => {
+                    return Err(fail(format!(
+                        "the boot recovered checkpoint {v}, older than the {} the boot before started from",
+                        last_recovered.unwrap_or(0)
+                    )))
+                }
+                _ => {}
+            }
         }
-        if let (Some(before), Some(now)) = (last_work, b.first_work()) {
+        last_recovered = recovered;
+        recovery_instr += b
+            .find("recovered checkpoint ")
+            .and_then(|l| number_after(l, " in "))
+            .unwrap_or(0);
+        // The app's work never goes back past a committed checkpoint: after one the
+        // power failure committed, the boot starts from at least the last count the
+        // boot before printed.
+        if let (Some(before), Some(now)) = (last_work, b.restored_work()) {
+            if committed.is_some() && now < before {
+                return Err(fail(format!(
+                    "the work went back from {before} to {now} across a completed checkpoint"
+                )));
+            }
             r.lost.push(before.saturating_sub(now));
         }
         last_work = b.work().or(last_work);
         match (b.code, b.find("since the interrupt; halting")) {
             (Some(0), Some(done)) => {
                 let used = number_after(done, "NVM bytes; ").unwrap_or(budget);
+                committed = number_after(done, "checkpoint ");
+                after_warn_instr += used;
                 r.completed += 1;
                 m.t = t_warn + used as f64 / CPU_HZ;
                 m.v = volts(energy(v_warn) - used as f64 * E_INSTR_J);
                 r.marks.push((m.t, m.v, Mark::Checkpoint));
             }
             (Some(6), _) => {
+                committed = None;
+                after_warn_instr += budget;
                 r.cut_short += 1;
                 m.t = t_warn + budget as f64 / CPU_HZ;
                 m.v = V_OFF;
@@ -442,9 +612,11 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
             }
         }
     }
-    // Continuous power over the same time: the calibration's work rate for the whole
-    // trace at 160 MHz.
-    let continuous = rate * trace.end * CPU_HZ;
+    // The time modelled: the trace, or as many of its repeats as the cycles took.
+    let span = if repeat { m.t } else { trace.end };
+    // Continuous power over the same time: the calibration's work rate over it at
+    // 160 MHz.
+    let continuous = rate * span * CPU_HZ;
     let done = last_work.unwrap_or(0) as f64;
     let lost_mean = if r.lost.is_empty() {
         0.0
@@ -452,7 +624,7 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         r.lost.iter().sum::<u64>() as f64 / r.lost.len() as f64
     };
     println!(
-        "harvest: {} power cycles ({} sustained by the harvest until the harness warned), {} checkpoints completed after the warning, {} cut short by the energy (each next boot recovered the checkpoint before), 0 violations",
+        "harvest: {} power cycles ({} sustained by the harvest until the harness warned), {} checkpoints completed after the warning, {} cut short by the energy (each next boot recovered the newest committed checkpoint), 0 violations, work never went back past a completed checkpoint",
         r.cycles, r.sustained, r.completed, r.cut_short
     );
     if r.late > 0 {
@@ -464,18 +636,30 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         );
     }
     println!(
-        "harvest: forward progress {:.2} % ({done:.0} of {continuous:.0} work units on continuous power over {:.0} s; on {:.1} % of the time), work lost per failure {lost_mean:.1} units (mean)",
+        "harvest: forward progress {:.2} % ({done:.0} of {continuous:.0} work units on continuous power over {span:.0} s{}; on {:.1} % of the time), work lost per failure {lost_mean:.1} units (mean)",
         if continuous > 0.0 { 100.0 * done / continuous } else { 0.0 },
-        trace.end,
-        100.0 * r.on_instr as f64 / CPU_HZ / trace.end
+        if repeat { ", the trace repeated" } else { "" },
+        100.0 * r.on_instr as f64 / CPU_HZ / span
     );
-    let svg = dir.join(format!("{app}-{stem}.svg"));
+    let n = u64::from(r.cycles.max(1));
+    println!(
+        "harvest: host time {:.1} s for the calibration{}, {:.1} s for {} boots ({:.2} s each; a boot runs on average {} instructions to the warning, {} of them the recovery, and {} after it)",
+        cal.host.as_secs_f64(),
+        if cal.host.is_zero() { " (reused)" } else { "" },
+        boots_host.as_secs_f64(),
+        r.cycles,
+        boots_host.as_secs_f64() / n as f64,
+        r.on_instr / n,
+        recovery_instr / n,
+        after_warn_instr / n
+    );
+    let svg = dir.join(format!("{name}.svg"));
     std::fs::write(
         &svg,
         plot(
             &m.samples,
             &r,
-            trace.end,
+            span,
             &format!("{app} on {stem}, {:.0} µF", cap * 1e6),
         ),
     )
@@ -522,8 +706,10 @@ fn plot(samples: &[(f64, f64)], r: &Run, end: f64, title: &str) -> String {
         y(0.0) + 16.0,
         y(0.0) + 16.0
     );
+    // At most about 4,000 points (a repeated trace samples many more).
     let pts: Vec<String> = samples
         .iter()
+        .step_by(samples.len() / 4000 + 1)
         .map(|&(t, v)| format!("{:.1},{:.1}", x(t), y(v)))
         .collect();
     let _ = writeln!(
