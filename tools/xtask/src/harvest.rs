@@ -259,6 +259,57 @@ fn boot(machine: &Machine) -> Result<Boot, String> {
     })
 }
 
+/// What the boot before left for the next one to be checked against.
+#[derive(Default)]
+struct Before {
+    /// No boot yet (the first starts fresh).
+    first: bool,
+    /// The checkpoint its power failure committed (None: the energy cut it short).
+    committed: Option<u64>,
+    /// The checkpoint it recovered.
+    recovered: Option<u64>,
+    /// The last work count printed so far.
+    work: Option<u64>,
+}
+
+impl Before {
+    /// Checks that boot `b` resumes the newest committed checkpoint (the one the last
+    /// power failure committed, or, if the energy cut that one short, one at least as
+    /// new as the last boot's own start) and that the app's work never goes back past
+    /// a committed checkpoint (after one the power failure committed, the boot starts
+    /// from at least the last count printed before). Returns the work the boot no
+    /// longer had (the lost part of a cut), if both counts are known.
+    fn check(&self, b: &Boot) -> Result<Option<u64>, String> {
+        if !self.first {
+            let v = b
+                .recovered()
+                .ok_or("the boot did not recover a checkpoint")?;
+            match (self.committed, self.recovered) {
+                (Some(c), _) if v != c => {
+                    return Err(format!(
+                        "the boot recovered checkpoint {v}, but the last power failure committed {c}"
+                    ))
+                }
+                (None, Some(l)) if v < l => {
+                    return Err(format!(
+                        "the boot recovered checkpoint {v}, older than the {l} the boot before started from"
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let (Some(before), Some(now)) = (self.work, b.restored_work()) else {
+            return Ok(None);
+        };
+        if self.committed.is_some() && now < before {
+            return Err(format!(
+                "the work went back from {before} to {now} across a completed checkpoint"
+            ));
+        }
+        Ok(Some(before.saturating_sub(now)))
+    }
+}
+
 /// What the calibration boot on continuous power found.
 struct Calibration {
     /// Instructions from the warning the guest declared (persist phase and
@@ -498,13 +549,12 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
     };
     let energy = |v: f64| 0.5 * cap * v * v;
     let volts = |e: f64| (2.0 * e.max(0.0) / cap).sqrt();
-    let mut last_work: Option<u64> = None;
     // Where the model stops: the trace's end, or never when it repeats.
     let end = if repeat { f64::INFINITY } else { trace.end };
-    // The checkpoint the last boot committed at its power failure (None: cut short),
-    // and the one it had recovered.
-    let mut committed: Option<u64> = None;
-    let mut last_recovered: Option<u64> = None;
+    let mut before = Before {
+        first: true,
+        ..Before::default()
+    };
     let mut boots_host = Duration::ZERO;
     let mut recovery_instr = 0u64;
     let mut after_warn_instr = 0u64;
@@ -544,51 +594,21 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         r.cycles += 1;
         r.on_instr += ticks * TICK_INSTR;
         boots_host += b.host;
-        let fail = |what: String| format!("cycle {}: {what}:\n{}", r.cycles, b.lines.join("\n"));
-        // Every boot after the first resumes the newest committed checkpoint: the one
-        // the last power failure committed, or, if the energy cut that one short, one
-        // at least as new as the last boot's own start.
-        let recovered = b.recovered();
-        if r.cycles > 1 {
-            let Some(v) = recovered else {
-                return Err(fail("the boot did not recover a checkpoint".into()));
-            };
-            match committed {
-                Some(c) if v != c => {
-                    return Err(fail(format!(
-                        "the boot recovered checkpoint {v}, but the last power failure committed {c}"
-                    )))
-                }
-                None if last_recovered.is_some_and(|l| v < l) => {
-                    return Err(fail(format!(
-                        "the boot recovered checkpoint {v}, older than the {} the boot before started from",
-                        last_recovered.unwrap_or(0)
-                    )))
-                }
-                _ => {}
-            }
-        }
-        last_recovered = recovered;
+        let lost = before
+            .check(&b)
+            .map_err(|what| format!("cycle {}: {what}:\n{}", r.cycles, b.lines.join("\n")))?;
+        r.lost.extend(lost);
         recovery_instr += b
             .find("recovered checkpoint ")
             .and_then(|l| number_after(l, " in "))
             .unwrap_or(0);
-        // The app's work never goes back past a committed checkpoint: after one the
-        // power failure committed, the boot starts from at least the last count the
-        // boot before printed.
-        if let (Some(before), Some(now)) = (last_work, b.restored_work()) {
-            if committed.is_some() && now < before {
-                return Err(fail(format!(
-                    "the work went back from {before} to {now} across a completed checkpoint"
-                )));
-            }
-            r.lost.push(before.saturating_sub(now));
-        }
-        last_work = b.work().or(last_work);
+        before.first = false;
+        before.recovered = b.recovered();
+        before.work = b.work().or(before.work);
         match (b.code, b.find("since the interrupt; halting")) {
             (Some(0), Some(done)) => {
                 let used = number_after(done, "NVM bytes; ").unwrap_or(budget);
-                committed = number_after(done, "checkpoint ");
+                before.committed = number_after(done, "checkpoint ");
                 after_warn_instr += used;
                 r.completed += 1;
                 m.t = t_warn + used as f64 / CPU_HZ;
@@ -596,7 +616,7 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
                 r.marks.push((m.t, m.v, Mark::Checkpoint));
             }
             (Some(6), _) => {
-                committed = None;
+                before.committed = None;
                 after_warn_instr += budget;
                 r.cut_short += 1;
                 m.t = t_warn + budget as f64 / CPU_HZ;
@@ -617,7 +637,7 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
     // Continuous power over the same time: the calibration's work rate over it at
     // 160 MHz.
     let continuous = rate * span * CPU_HZ;
-    let done = last_work.unwrap_or(0) as f64;
+    let done = before.work.unwrap_or(0) as f64;
     let lost_mean = if r.lost.is_empty() {
         0.0
     } else {
@@ -751,6 +771,69 @@ mod tests {
         assert!(capacitor_for(2_000_000) > c);
     }
 
+    fn boot(lines: &[&str]) -> Boot {
+        Boot {
+            lines: lines.iter().map(|l| l.to_string()).collect(),
+            ..Boot::default()
+        }
+    }
+
+    #[test]
+    fn a_boot_must_resume_the_checkpoint_committed_and_keep_the_work() {
+        let after = |committed| Before {
+            first: false,
+            committed,
+            recovered: Some(40),
+            work: Some(6848),
+        };
+        let good = boot(&[
+            "[   0.003 INFO ] recovered checkpoint 45 in 2722147 instructions",
+            "[   0.005 INFO ] [kvstore] kv: restored at 6848 updates",
+            "[   0.008 INFO ] [kvstore] kv: 6912 updates",
+        ]);
+        assert_eq!(after(Some(45)).check(&good), Ok(Some(0)));
+        let e = after(Some(46)).check(&good).unwrap_err();
+        assert!(e.contains("recovered checkpoint 45, but the last power failure committed 46"));
+        let back = boot(&[
+            "recovered checkpoint 45 in 1 instructions",
+            "kv: restored at 6800 updates",
+        ]);
+        assert!(after(Some(45))
+            .check(&back)
+            .unwrap_err()
+            .contains("went back"));
+        // After a cut, work may be lost back to the last periodic checkpoint, but the
+        // boot must not go behind the one the boot before started from.
+        assert_eq!(after(None).check(&back), Ok(Some(48)));
+        let older = boot(&["recovered checkpoint 39 in 1 instructions"]);
+        assert!(after(None)
+            .check(&older)
+            .unwrap_err()
+            .contains("older than the 40"));
+        assert!(after(None)
+            .check(&boot(&["kv: 1 updates"]))
+            .unwrap_err()
+            .contains("did not recover"));
+        let first = Before {
+            first: true,
+            ..Before::default()
+        };
+        assert_eq!(first.check(&boot(&["kv: 64 updates"])), Ok(None));
+    }
+
+    #[test]
+    fn the_work_rate_is_taken_from_the_time_stamps_of_the_counts() {
+        let b = boot(&[
+            "[   0.000 INFO ] app heap",
+            "[   0.016 INFO ] [kvstore] kv: 64 updates",
+            "[   0.028 INFO ] [kvstore] kv: 128 updates",
+            "[   0.116 INFO ] [kvstore] kv: 704 updates",
+        ]);
+        let rate = b.work_rate().unwrap();
+        assert!((rate - 640.0 / 0.1e9).abs() < 1e-15, "{rate}");
+        assert_eq!(boot(&["kv: 5 updates"]).work_rate(), None);
+    }
+
     #[test]
     fn a_trace_is_piecewise_constant_and_its_errors_name_the_line() {
         let dir = std::env::temp_dir().join(format!("amber-trace-{}", std::process::id()));
@@ -762,6 +845,15 @@ mod tests {
         assert!(close(t.power(0.0), 10e-6) && close(t.power(4.9), 10e-6));
         assert!(close(t.power(5.0), 20e-6), "each row holds until the next");
         assert!((t.mean() - 15e-6).abs() < 1e-12);
+        assert!(
+            close(t.power(12.0), 0.0),
+            "the last row holds after the end"
+        );
+        let t = Trace { repeat: true, ..t };
+        assert!(
+            close(t.power(12.0), 10e-6) && close(t.power(16.0), 20e-6),
+            "--repeat"
+        );
         std::fs::write(&p, "time_s,power_uw\n0,10\n0,20\n").unwrap();
         assert!(Trace::load(&p).unwrap_err().contains(":3:"));
         std::fs::write(&p, "t,p\n0,1\n").unwrap();
