@@ -141,6 +141,12 @@ mod tests {
         assert_eq!(b.restore, 20_609_624);
         let lines = describe(&app("heap")).unwrap();
         assert!(lines[1].contains("needs >= 20950 µF"), "{lines:?}");
+        // One client, a 7,411-byte limit: QEMU prints "(persist 11930872 declared +
+        // checkpoint 1696648)".
+        let Sizing::Bounded(b) = power_failure_bound(&app("heapbench-nolimit")).unwrap() else {
+            panic!("heapbench-nolimit declares its bound")
+        };
+        assert_eq!((b.serving, b.checkpoint), (11_930_872, 1_696_648));
     }
 
     #[test]
