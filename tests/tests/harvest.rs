@@ -73,6 +73,10 @@ fn two_hundred_power_failures_on_the_sized_capacitor_lose_nothing_and_a_small_on
         .map(|v| v.parse().expect("AMBER_HARVEST_CYCLES is a number"))
         .unwrap_or(200);
     let (a, b) = (total.div_ceil(2), total / 2);
+    // The calibration boot once (`--cycles 0` only calibrates and sizes), for both
+    // runs to reuse.
+    let cal = harvest(&["--cycles", "0", "--name", "heap-rf-calibration"]);
+    line(&cal, "needs >= ");
     let other = std::thread::spawn(move || sized("heap-rf-b", b));
     let (needs, host_a) = sized("heap-rf-a", a);
     let (needs_b, host_b) = other.join().expect("the second run");

@@ -13,9 +13,10 @@
 //! checkpoint (the one the last power failure committed; after a cut, one at least as
 //! new as the last boot's start), when the app's work goes back across a completed
 //! checkpoint, and on any VIOLATION line. `--repeat` plays the trace again until
-//! `--cycles` are done; `--name` names the run's NVM image and SVG (runs of different
-//! names can go at once). The calibration boot is done once per image (kept in
-//! `target/amber/harvest/APP.calibration`, keyed by the image's SHA-256).
+//! `--cycles` are done (`--cycles 0` only calibrates and sizes); `--name` names the
+//! run's NVM image and SVG (runs of different names can go at once). The calibration
+//! boot is done once per image (kept in `target/amber/harvest/APP.calibration`, keyed
+//! by the image's SHA-256).
 //!
 //! This file only models and drives; it must never reach into the guest other than by
 //! boot options, and never invent a figure it did not read from the guest or compute
