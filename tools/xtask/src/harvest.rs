@@ -538,6 +538,9 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         cap * 1e6,
         P_CPU_W * 1e3
     );
+    if max_cycles == 0 {
+        return Ok(());
+    }
 
     let mut r = Run::default();
     let mut m = Model {
@@ -633,8 +636,9 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
             }
         }
     }
-    // The time modelled: the trace, or as many of its repeats as the cycles took.
-    let span = if repeat { m.t } else { trace.end };
+    // The time modelled: up to the end of the trace (or of its repeats) or the last
+    // cycle `--cycles` asked for.
+    let span = if repeat { m.t } else { m.t.min(trace.end) };
     // Continuous power over the same time: the calibration's work rate over it at
     // 160 MHz.
     let continuous = rate * span * CPU_HZ;
@@ -664,13 +668,14 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
     );
     let n = u64::from(r.cycles.max(1));
     println!(
-        "harvest: host time {:.1} s for the calibration{}, {:.1} s for {} boots ({:.2} s each; a boot runs on average {} instructions to the warning, {} of them the recovery, and {} after it)",
+        "harvest: host time {:.1} s for the calibration{}, {:.1} s for {} boots ({:.2} s each; on average a boot runs {:.1} timer ticks to the warning, {} M instructions of virtual time, {} instructions of it the recovery, and {} instructions after the warning)",
         cal.host.as_secs_f64(),
         if cal.host.is_zero() { " (reused)" } else { "" },
         boots_host.as_secs_f64(),
         r.cycles,
         boots_host.as_secs_f64() / n as f64,
-        r.on_instr / n,
+        r.on_instr as f64 / n as f64 / TICK_INSTR as f64,
+        r.on_instr / n / 1_000_000,
         recovery_instr / n,
         after_warn_instr / n
     );

@@ -70,7 +70,8 @@ commands:
           [--no-build]  run APP on harvested energy (capacitor model on the host, QEMU
                         -icount per power cycle); traces in tools/xtask/traces/; default
                         capacitor: the smallest the declared bound needs; --repeat
-                        plays the trace until N cycles are done; SVG and NVM image
+                        plays the trace until N cycles are done (--cycles 0: only
+                        calibrate and print the size); SVG and NVM image
                         target/amber/harvest/NAME.* (default APP-TRACE)
 ";
 
