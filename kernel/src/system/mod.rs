@@ -163,9 +163,6 @@ impl System {
                 let (k, _, mut m) = self.parts();
                 k.tick(&mut m);
                 self.checkpoint(CheckpointEvent::Tick);
-                if crate::energy::warn_due(self.ticks) {
-                    self.event(Event::PowerFailure);
-                }
             }
             Event::Irq(irq) => {
                 if !self.kernel.irq(irq) {
@@ -180,6 +177,13 @@ impl System {
                 self.console_bytes += 1;
                 info!("console: received byte {byte:#04x}");
             }
+        }
+    }
+
+    /// The harvesting harness's power-failure interrupt (`amber.warn`), once due.
+    fn harvest_warning(&mut self) {
+        if crate::energy::warn_due() {
+            self.event(Event::PowerFailure);
         }
     }
 
@@ -388,13 +392,16 @@ impl TrapHandler for Traps {
                 Trap::Syscall => sys.syscall(),
                 Trap::Fault { fault, addr } => sys.fault(fault, addr),
             }
+            sys.harvest_warning();
             sys.next()
         };
         run(next)
     }
 
     fn kernel_interrupt(cause: u32) {
-        SYSTEM.lock().interrupt(cause);
+        let mut sys = SYSTEM.lock();
+        sys.interrupt(cause);
+        sys.harvest_warning();
     }
 }
 

@@ -4,8 +4,9 @@
 //! decides when the device boots (V_ON), when it gets the power-failure interrupt
 //! (V_WARN) and how many instructions it has left until it dies (V_OFF); QEMU
 //! (`-icount`, one boot per power cycle, on one NVM image) runs each on-phase with the
-//! boot options `amber.warn=T` (the interrupt at timer tick T) and `amber.energy=B`
-//! (the machine dies at its first kernel NVM store after B more instructions). It
+//! boot options `amber.warn=N` (the interrupt at the first trap once N instructions
+//! have retired) and `amber.energy=B` (the machine dies at its first kernel NVM store
+//! once B more have, counted from instruction N). It
 //! prints the power cycles, the checkpoints completed after a warning and those the
 //! energy cut short, forward progress against continuous power, the host time the
 //! boots took, and writes an SVG of the voltage with warnings, checkpoints and cuts
@@ -388,9 +389,6 @@ struct Run {
     completed: u32,
     cut_short: u32,
     sustained: u32,
-    /// Cycles whose modelled on-phase was shorter than one tick: the warning came at
-    /// tick 1, after the model's V_warn.
-    late: u32,
     lost: Vec<u64>,
     /// Marks for the SVG.
     marks: Vec<(f64, f64, Mark)>,
@@ -499,7 +497,7 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
     let cal = calibrate(
         &elf,
         &dir.join(format!("{app}.calibration")),
-        &machine(format!("amber.warn={CALIBRATE_TICKS}")),
+        &machine(format!("amber.warn={}", CALIBRATE_TICKS * TICK_INSTR)),
     )?;
     let _ = std::fs::remove_file(&image);
     // The bound the app's description gives on the host, which must be the one the
@@ -562,6 +560,7 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
     let mut boots_host = Duration::ZERO;
     let mut recovery_instr = 0u64;
     let mut after_warn_instr = 0u64;
+    let mut budgets = 0u64;
     while r.cycles < max_cycles {
         // Off: charge to V_ON.
         while m.v < V_ON && m.t < end {
@@ -570,7 +569,8 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         if m.t >= end {
             break;
         }
-        // On: run until V_WARN; the interrupt comes at the tick before the crossing.
+        // On: run until V_WARN, where the interrupt comes (at the first trap after that
+        // many instructions; the energy budget runs from the crossing).
         let t_on = m.t;
         while m.v > V_WARN && m.t < end && (m.t - t_on) * CPU_HZ < (MAX_TICKS * TICK_INSTR) as f64 {
             m.step(P_CPU_W);
@@ -578,25 +578,17 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         if m.t >= end {
             break;
         }
-        let (t, v) = (m.t, m.v);
-        let ran = ((t - t_on) * CPU_HZ) as u64;
-        let ticks = (ran / TICK_INSTR).max(1);
-        if ran < TICK_INSTR {
-            r.late += 1;
-        }
-        if v > V_WARN {
+        let (t_warn, v_warn) = (m.t, m.v);
+        let ran = ((t_warn - t_on) * CPU_HZ) as u64;
+        if v_warn > V_WARN {
             r.sustained += 1;
         }
-        // The model at the interrupt (the tick before the crossing).
-        let t_warn = t_on + (ticks * TICK_INSTR) as f64 / CPU_HZ;
-        let v_warn = volts(energy(v) + (t - t_warn) * P_CPU_W);
         let budget = ((energy(v_warn) - energy(V_OFF)) / E_INSTR_J).max(0.0) as u64;
+        budgets += budget;
         r.marks.push((t_warn, v_warn, Mark::Warn));
-        let b = boot(&machine(format!(
-            "amber.warn={ticks} amber.energy={budget}"
-        )))?;
+        let b = boot(&machine(format!("amber.warn={ran} amber.energy={budget}")))?;
         r.cycles += 1;
-        r.on_instr += ticks * TICK_INSTR;
+        r.on_instr += ran;
         boots_host += b.host;
         let lost = before
             .check(&b)
@@ -652,14 +644,6 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         "harvest: {} power cycles ({} sustained by the harvest until the harness warned), {} checkpoints completed after the warning, {} cut short by the energy (each next boot recovered the newest committed checkpoint), 0 violations, work never went back past a completed checkpoint",
         r.cycles, r.sustained, r.completed, r.cut_short
     );
-    if r.late > 0 {
-        println!(
-            "harvest: {} cycles warned late: at {:.0} µF the capacitor holds less than one timer tick ({} instructions) between V_on and V_warn, and the harness raises the warning at a tick, so the energy was below V_warn by then; a larger --cap follows the model's timing",
-            r.late,
-            cap * 1e6,
-            TICK_INSTR
-        );
-    }
     println!(
         "harvest: forward progress {:.2} % ({done:.0} of {continuous:.0} work units on continuous power over {span:.0} s{}; on {:.1} % of the time), work lost per failure {lost_mean:.1} units (mean)",
         if continuous > 0.0 { 100.0 * done / continuous } else { 0.0 },
@@ -668,14 +652,19 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
     );
     let n = u64::from(r.cycles.max(1));
     println!(
-        "harvest: host time {:.1} s for the calibration{}, {:.1} s for {} boots ({:.2} s each; on average a boot runs {:.1} timer ticks to the warning, {} M instructions of virtual time, {} instructions of it the recovery, and {} instructions after the warning)",
+        "harvest: energy left at the warnings: on average {} instructions' worth ({:.3} x the bound's {bound}; the model's step is {} instructions)",
+        budgets / n,
+        (budgets / n) as f64 / bound as f64,
+        (DT * CPU_HZ) as u64
+    );
+    println!(
+        "harvest: host time {:.1} s for the calibration{}, {:.1} s for {} boots ({:.2} s each; on average a boot runs {} instructions to the warning, {} of them the recovery, and {} after it)",
         cal.host.as_secs_f64(),
         if cal.host.is_zero() { " (reused)" } else { "" },
         boots_host.as_secs_f64(),
         r.cycles,
         boots_host.as_secs_f64() / n as f64,
-        r.on_instr as f64 / n as f64 / TICK_INSTR as f64,
-        r.on_instr / n / 1_000_000,
+        r.on_instr / n,
         recovery_instr / n,
         after_warn_instr / n
     );
