@@ -17,7 +17,8 @@
 //! | `amber.energy=B`       | the energy left at the power-failure interrupt lasts B   |
 //! |                        | instructions: the machine dies (as at brown-out) at the first |
 //! |                        | kernel NVM store after them, before it lands (`cargo xtask harvest`) |
-//! | `amber.warn=T`         | power-failure interrupt at timer tick T after boot (10 ms each) |
+//! | `amber.warn=N`         | power-failure interrupt at the first trap once N instructions |
+//! |                        | have retired since boot (`cargo xtask harvest`)          |
 //! | `amber.icount`         | QEMU runs with `-icount`: `minstret` counts instructions |
 //! |                        | exactly (amber-qemu adds it; the QEMU board reads it) |
 //! | `amber.nvm-bus=BUS`    | `mmio` (default) or `spi`: how the board reaches its NVM |

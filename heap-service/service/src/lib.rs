@@ -8,6 +8,8 @@
 //! - `bound.rs`: the worst persist and request (bytes, writes, instructions) from the
 //!   configuration alone, and the ring space kept free so a persist never meets a full
 //!   ring;
+//! - `declared.rs`: the `heapsvc` task's heap configuration and the bounds it declares,
+//!   from its build settings (also computed by `cargo xtask` for an app's description);
 //! - `stats.rs`: the record of persists the task prints.
 //!
 //! Dependencies point down: this crate -> `vnv-heap` -> `amber-nvm`, plus the two
@@ -17,6 +19,7 @@
 #![cfg_attr(not(test), no_std)]
 
 mod bound;
+pub mod declared;
 mod service;
 mod stats;
 mod storage;

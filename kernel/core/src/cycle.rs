@@ -229,3 +229,49 @@ impl CheckpointCycle {
 pub(crate) fn bit(t: ThreadId) -> u64 {
     1 << t.index()
 }
+
+/// A bound on the instructions one checkpoint takes, for an app whose tasks have
+/// `task_ram` bytes of RAM in all: every kernel object and every byte of task RAM
+/// dirty. (Twins do not add to it: an item gets a twin only at a checkpoint where it
+/// is clean, so each item is written at most once, as its new copy or as its twin.)
+/// The constants are the benchmark's measured costs (`cargo xtask bench`, checkpoint
+/// section: 3,834 for an idle checkpoint, about 4,700 per dirty 182-byte record, about
+/// 12 per dirty memory byte), scaled up for the largest record (a 269-byte CapGroup)
+/// and given a margin of a quarter or more; they are measurements, not a proof. On a
+/// serial bus (`serial`: SPI FRAM) every byte costs its wire time and the driver's
+/// work on top: about 150 instructions a byte more on QEMU's emulated chip (12,929
+/// wire bytes in 2.11 M instructions, app spiring), 200 counted. The kernel declares
+/// it at a power failure; `cargo xtask` computes the same from an app's description.
+pub fn checkpoint_bound(task_ram: u64, serial: bool) -> u64 {
+    const FIXED: u64 = 5_000;
+    const PER_OBJECT: u64 = 8_000;
+    const PER_RAM_BYTE: u64 = 16;
+    const PER_BUS_BYTE: u64 = 200;
+    /// The largest record (a CapGroup's).
+    const LARGEST_RECORD: u64 = 269;
+    let objects = MAX_OBJECTS as u64;
+    let bus = if serial {
+        PER_BUS_BYTE * (objects * LARGEST_RECORD + task_ram)
+    } else {
+        0
+    };
+    FIXED + PER_OBJECT * objects + PER_RAM_BYTE * task_ram + bus
+}
+
+#[cfg(test)]
+mod tests {
+    use super::checkpoint_bound;
+
+    #[test]
+    fn the_checkpoint_bound_is_the_one_the_kernel_prints_for_the_heap_app() {
+        // App `heap`: 16 + 32 + 8 + 8 KiB of task RAM; the kernel on QEMU prints
+        // "persist and checkpoint bound ... + checkpoint 1565576".
+        assert_eq!(checkpoint_bound(64 * 1024, false), 1_565_576);
+        assert_eq!(
+            checkpoint_bound(64 * 1024, true) - checkpoint_bound(64 * 1024, false),
+            200 * (64 * 269 + 64 * 1024),
+            "a serial bus adds every record's and RAM byte's wire time"
+        );
+        assert!(checkpoint_bound(1, false) < checkpoint_bound(2, false));
+    }
+}

@@ -65,7 +65,8 @@ pub use amber_abi as abi;
 pub use amber_abi::Rights;
 pub use context::Context;
 pub use cycle::{
-    Attempt, Cause, CheckpointConfig, CheckpointEvent, Halt, HaltOutcome, PersistEnd, Step,
+    checkpoint_bound, Attempt, Cause, CheckpointConfig, CheckpointEvent, Halt, HaltOutcome,
+    PersistEnd, Step,
 };
 pub use fault::{Access, Fault, FaultAction, FaultReport};
 pub use ids::{ObjId, Priority, Slot, ThreadId};

@@ -208,9 +208,6 @@ impl System {
                 let (k, _, mut m) = self.parts();
                 k.tick(&mut m);
                 self.checkpoint(CheckpointEvent::Tick);
-                if crate::energy::warn_due(self.ticks) {
-                    self.event(Event::PowerFailure);
-                }
             }
             Event::Irq(irq) => {
                 if !self.kernel.irq(irq) {
@@ -225,6 +222,13 @@ impl System {
                 self.console_bytes += 1;
                 info!("console: received byte {byte:#04x}");
             }
+        }
+    }
+
+    /// The harvesting harness's power-failure interrupt (`amber.warn`), once due.
+    fn harvest_warning(&mut self) {
+        if crate::energy::warn_due() {
+            self.event(Event::PowerFailure);
         }
     }
 
@@ -414,31 +418,11 @@ impl core::fmt::Display for WireBytes {
     }
 }
 
-/// A bound on the instructions one checkpoint of this app takes: every kernel object
-/// and every byte of task RAM dirty. (Twins do not add to it: an item gets a twin only
-/// at a checkpoint where it is clean, so each item is written at most once, as its
-/// new copy or as its twin.) The constants are the benchmark's measured costs (`cargo
-/// xtask bench`, checkpoint section: 3,834 for an idle checkpoint, about 4,700 per
-/// dirty 182-byte record, about 12 per dirty memory byte), scaled up for the largest
-/// record (a 269-byte CapGroup) and given a margin of a quarter or more; they are
-/// measurements, not a proof. On a serial bus (`serial`: SPI FRAM) every byte costs
-/// its wire time and the driver's work on top: about 150 instructions a byte more on
-/// QEMU's emulated chip (12,929 wire bytes in 2.11 M instructions, app spiring), 200
-/// counted.
+/// A bound on the instructions one checkpoint of this app takes
+/// ([`amber_core::checkpoint_bound`] over its tasks' RAM).
 fn checkpoint_bound(serial: bool) -> u64 {
-    const FIXED: u64 = 5_000;
-    const PER_OBJECT: u64 = 8_000;
-    const PER_RAM_BYTE: u64 = 16;
-    const PER_BUS_BYTE: u64 = 200;
-    const RECORD_MAX: u64 = 269;
     let ram: u64 = app::TASKS.iter().map(|t| u64::from(t.ram.1)).sum();
-    let objects = amber_core::MAX_OBJECTS as u64;
-    let bus = if serial {
-        PER_BUS_BYTE * (objects * RECORD_MAX + ram)
-    } else {
-        0
-    };
-    FIXED + PER_OBJECT * objects + PER_RAM_BYTE * ram + bus
+    amber_core::checkpoint_bound(ram, serial)
 }
 
 /// The kernel's half of the trap contract.
@@ -453,13 +437,16 @@ impl TrapHandler for Traps {
                 Trap::Syscall => sys.syscall(),
                 Trap::Fault { fault, addr } => sys.fault(fault, addr),
             }
+            sys.harvest_warning();
             sys.next()
         };
         run(next)
     }
 
     fn kernel_interrupt(cause: u32) {
-        SYSTEM.lock().interrupt(cause);
+        let mut sys = SYSTEM.lock();
+        sys.interrupt(cause);
+        sys.harvest_warning();
     }
 }
 

@@ -12,6 +12,7 @@ mod esp32c3;
 mod esp_image;
 mod gdb;
 mod harvest;
+mod sizing;
 mod validate;
 
 use amber_qemu::{
@@ -28,7 +29,8 @@ usage: cargo xtask <command> [options]
 
 commands:
   build [APP]           build the kernel for riscv32imc (release), with the tasks of
-                        user/apps/APP.toml when APP is given
+                        user/apps/APP.toml when APP is given; prints the app's
+                        description and the capacitor its power-failure bound needs
   build --board esp32c3 [APP]
                         the same for the ESP32-C3, and its flashable image:
                         target/amber/esp32c3/APP.elf and APP.bin, validated by esptool
@@ -64,11 +66,13 @@ commands:
                         the default, or spi)
   inspect [IMAGE]       decode and verify an NVM image with nvm-inspect (default
                         target/amber/nvm.img, the one `run` uses)
-  harvest --app APP --trace FILE [--cap UF] [--cycles N] [--no-build]
-                        run APP on harvested energy (capacitor model on the host, QEMU
+  harvest --app APP --trace FILE [--cap UF] [--cycles N [--repeat]] [--name NAME]
+          [--no-build]  run APP on harvested energy (capacitor model on the host, QEMU
                         -icount per power cycle); traces in tools/xtask/traces/; default
-                        capacitor: the smallest the declared bound needs; SVG in
-                        target/amber/harvest
+                        capacitor: the smallest the declared bound needs; --repeat
+                        plays the trace until N cycles are done (--cycles 0: only
+                        calibrate and print the size); SVG and NVM image
+                        target/amber/harvest/NAME.* (default APP-TRACE)
 ";
 
 fn main() -> ExitCode {
@@ -78,7 +82,7 @@ fn main() -> ExitCode {
             esp32c3::build_cmd(&args[2..])
         }
         Some("build") => match args.get(1) {
-            Some(app) => build_app(app, DEFAULT_NVM_SIZE),
+            Some(app) => describe(app).and_then(|()| build_app(app, DEFAULT_NVM_SIZE)),
             None => build_kernel(None),
         }
         .map(|k| println!("{}", k.display())),
@@ -250,6 +254,14 @@ fn app_names() -> Result<Vec<String>, String> {
         .collect();
     names.sort();
     Ok(names)
+}
+
+/// Prints app `name`'s description and the capacitor its power-failure bound needs.
+fn describe(name: &str) -> Result<(), String> {
+    for line in sizing::describe(&load_app(name)?)? {
+        println!("{line}");
+    }
+    Ok(())
 }
 
 /// The description of app `name`, `user/apps/NAME.toml`.

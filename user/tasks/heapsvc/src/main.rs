@@ -45,8 +45,10 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_heap_api::{Status, CHUNK};
+use amber_heap_service::declared::{
+    self, declared, heap_config, max_object, meta_bytes, ARENA_BYTES, RING_CAPACITY,
+};
 use amber_heap_service::{
-    max_dirty_for_ring, persist_bound, persist_work, phase_bound, request_work, ring_reserve,
     InstrModel, Overrun, PersistBound, PersistCost, PersistLog, PhaseBound, Service, SpiPort,
     SpiStorage, StorageStats,
 };
@@ -69,54 +71,40 @@ const RESTORED: u32 = 1 << 1;
 /// The clients' arenas, one after the other in the app's memory `heap-caches`: client
 /// `i`'s is `ARENA_BYTES * i` into it (the part of it the app grants that client).
 const CACHES: Memory = memory!("HEAP_CACHES");
-const ARENA_BYTES: u32 = 8 * 1024;
 #[cfg(target_os = "none")]
 const _: () = assert!(
     CACHES.len >= CLIENTS * ARENA_BYTES as usize,
     "heap-caches holds every client's arena"
 );
 /// Clients (and heaps): `AMBER_HEAP_CLIENTS` at build time, else 2.
-const CLIENTS: usize = build_setting(option_env!("AMBER_HEAP_CLIENTS"), 2) as usize;
+const CLIENTS: usize =
+    build_setting(option_env!("AMBER_HEAP_CLIENTS"), declared::DEFAULT_CLIENTS) as usize;
 const _: () = assert!(
-    CLIENTS >= 1 && CLIENTS <= 2,
+    CLIENTS >= 1 && CLIENTS <= declared::MAX_CLIENTS as usize,
     "AMBER_HEAP_CLIENTS must be 1 or 2"
 );
 /// The MB85RS4MT behind the driver: this app gives the heaps the whole chip.
 const FRAM_BYTES: u32 = 512 * 1024;
 /// FRAM per heap (each heap's layout ends well inside it).
 const HEAP_STRIDE: u32 = 128 * 1024;
-/// Largest client object: 1 KiB, or less if a write pin of it would not fit the dirty
-/// limit (the object is one piece in the arena, dirty as a whole).
-const MAX_OBJECT: u32 = if MAX_DIRTY - Config::DIRTY_OVERHEAD < 1024 {
-    MAX_DIRTY - Config::DIRTY_OVERHEAD
-} else {
-    1024
-};
+/// Largest client object (`declared::max_object`).
+const MAX_OBJECT: u32 = max_object(MAX_DIRTY);
 /// The dirty limit: `AMBER_HEAP_MAX_DIRTY` at build time, else 1 KiB (see the file
 /// doc).
-const MAX_DIRTY: u32 = build_setting(option_env!("AMBER_HEAP_MAX_DIRTY"), 1024);
+const MAX_DIRTY: u32 = build_setting(
+    option_env!("AMBER_HEAP_MAX_DIRTY"),
+    declared::DEFAULT_MAX_DIRTY,
+);
 const _: () = assert!(
     MAX_DIRTY >= CHUNK as u32 + Config::DIRTY_OVERHEAD,
     "AMBER_HEAP_MAX_DIRTY must hold one dirty 256-byte chunk (272 bytes)"
 );
-/// Each heap: 48 ids, 24 KiB of data (each object kept twice), a dirty limit of
-/// `MAX_DIRTY` (which bounds a persist), an 8 KiB arena and its metadata in this
-/// task's memory. Client `i`'s is at FRAM address `i * HEAP_STRIDE` ([`config`]).
-const BASE_CONFIG: Config = Config {
-    max_dirty_bytes: MAX_DIRTY,
-    max_objects: 48,
-    nvm_offset: 0,
-    nvm_data_bytes: 24 * 1024,
-    cache_bytes: 0,
-};
-/// Bytes of one heap's metadata buffer (bitmaps, a 4-byte header per arena unit).
-const META_BYTES: u32 = BASE_CONFIG.split_metadata_bytes(ARENA_BYTES);
-/// The configuration every bound is computed from (offset 0; the others differ in
-/// their offset only).
-const CONFIG: Config = Config {
-    cache_bytes: ARENA_BYTES + META_BYTES,
-    ..BASE_CONFIG
-};
+/// Bytes of one heap's metadata buffer, in this task's memory.
+const META_BYTES: u32 = meta_bytes(MAX_DIRTY);
+/// Each heap (`declared::heap_config`: 48 ids, 24 KiB of data, the dirty limit, the
+/// 8 KiB arena and its metadata). Client `i`'s is at FRAM address `i * HEAP_STRIDE`
+/// ([`config`]); every bound is computed from this one.
+const CONFIG: Config = heap_config(MAX_DIRTY);
 const _: () = assert!(CLIENTS as u32 * HEAP_STRIDE <= FRAM_BYTES - 1024);
 
 /// Client `i`'s heap configuration.
@@ -128,18 +116,6 @@ const fn config(i: usize) -> Config {
 }
 /// Where the start-up measurement of driver calls writes: past the heap, never read.
 const PROBE_ADDR: u32 = FRAM_BYTES - 1024;
-/// The smallest pending cap. The cap is the most ring bytes this task lets wait in the
-/// driver (written since the last checkpoint): every read scans them (in the driver's
-/// index, copying the bytes they overlay), so the instruction bounds assume the cap. It
-/// is this or the ring reserve, whichever is larger (a larger dirty limit needs a
-/// larger reserve, and the cap must leave room for one request and a persist). 24 KiB:
-/// with two heaps the reserve (one request and two persists) is about 16 KiB, and the
-/// cap leaves about 8 KiB of requests between the checkpoints this task asks for.
-const PENDING_CAP_MIN: u32 = 24 * 1024;
-/// The driver's ring: the 64 KiB ring area of the app (as `spidrv` places it), less
-/// the ring's header.
-const RING_CAPACITY: u32 = amber_vring::layout::capacity_for(64 * 1024);
-
 /// The commit watch. The watched value is not used (commit bits 0); the watch makes
 /// this task a persist callback and reports restores.
 static mut WATCH: [u64; 2] = [0; 2];
@@ -211,7 +187,7 @@ struct Heapsvc<'s> {
     restore_phase: bool,
     /// Ring bytes one request and one persist may write (see `serve`).
     reserve: u32,
-    /// The most ring bytes let wait in the driver (see `PENDING_CAP_MIN`).
+    /// The most ring bytes let wait in the driver (see `declared::PENDING_CAP_MIN`).
     pending_cap: u32,
     /// `StorageStats::ring_written` when the last checkpoint was taken: the driver has
     /// applied (or will, before it serves the next call) everything written before.
@@ -223,20 +199,16 @@ struct Heapsvc<'s> {
 }
 
 fn main() {
-    // One request and one persist of every heap.
-    let others = (CLIENTS - 1) as u64;
-    let reserve = u32::try_from(
-        u64::from(ring_reserve(&CONFIG, MAX_OBJECT)) + others * persist_work(&CONFIG).ring_bytes(),
-    )
-    .unwrap_or(u32::MAX);
-    if reserve > RING_CAPACITY {
-        println!(
-            "heapsvc: dirty limit {MAX_DIRTY} bytes needs a ring reserve of {reserve} bytes, above the driver's ring of {RING_CAPACITY}; the largest limit it allows is {} (AMBER_HEAP_MAX_DIRTY)",
-            max_dirty_for_ring(&CONFIG, MAX_OBJECT, RING_CAPACITY).unwrap_or(0)
-        );
-        exit(4);
-    }
-    let pending_cap = reserve.max(PENDING_CAP_MIN);
+    let model = InstrModel::QEMU_SPIDRV;
+    let d = match declared(MAX_DIRTY, CLIENTS as u32, &model) {
+        Ok(d) => d,
+        Err(largest) => {
+            println!(
+                "heapsvc: dirty limit {MAX_DIRTY} bytes needs a ring reserve above the driver's ring of {RING_CAPACITY} bytes; the largest limit it allows is {largest} (AMBER_HEAP_MAX_DIRTY)"
+            );
+            exit(4);
+        }
+    };
     // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
     // stopped for a checkpoint, and this task never reads it.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
@@ -261,33 +233,15 @@ fn main() {
             }
         }
     });
-    let model = InstrModel::QEMU_SPIDRV;
-    let one = persist_bound(&CONFIG, pending_cap, &model);
-    let n = CLIENTS as u64;
     let mut h = Heapsvc {
         svcs,
         stats: &stats,
         log: PersistLog::default(),
-        bound: PersistBound {
-            bytes: n * one.bytes,
-            writes: n * one.writes,
-            instructions: n * one.instructions,
-        },
-        // A request begins with at most `pending_cap - reserve` ring bytes pending (see
-        // `serve`), and its reads come after at most its own writes; a checkpoint
-        // commits at most `pending_cap` for the driver to apply.
-        phase: phase_bound(
-            &CONFIG,
-            n,
-            MAX_OBJECT,
-            pending_cap - reserve
-                + u32::try_from(request_work(&CONFIG, MAX_OBJECT).ring_bytes()).unwrap_or(u32::MAX),
-            pending_cap,
-            &model,
-        ),
+        bound: d.persist,
+        phase: d.phase,
         restore_phase: false,
-        reserve,
-        pending_cap,
+        reserve: d.reserve,
+        pending_cap: d.pending_cap,
         ring_at_checkpoint: 0,
         own_checkpoints: 0,
         unreported: None,
