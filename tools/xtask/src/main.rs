@@ -12,6 +12,7 @@ mod esp32c3;
 mod esp_image;
 mod gdb;
 mod harvest;
+mod latency;
 mod validate;
 
 use amber_qemu::{
@@ -692,7 +693,7 @@ fn bench() -> Result<(), String> {
     find_qemu().map_err(|e| e.to_string())?;
     println!("== syscall and IPC cost (bench app, -icount) ==");
     let kernel = build_app("bench", DEFAULT_NVM_SIZE)?;
-    icount_run(&kernel, "", "[bench] bench:", 2)?;
+    latency::require_figures(&icount_run(&kernel, "", "[bench] bench:", 3)?)?;
     println!("== checkpoint pause and recovery (amber.test=ckpt-bench, -icount) ==");
     let kernel = build_kernel(None)?;
     icount_run(&kernel, "amber.test=ckpt-bench", "ckbench:", 24)?;
