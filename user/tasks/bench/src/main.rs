@@ -6,11 +6,13 @@
 //! (`amber_user::counters_exact`) it says so and measures nothing. A figure that could
 //! not be measured (the echo came back wrong) is printed as `not measured` with the
 //! reason, so `cargo xtask bench`, which reads a number from every line, fails.
-//! It prints figures; it never judges them.
+//! Before the figures it prints each of the three as `N` per-call samples
+//! (`amber_user::sample`: `samples null|ipc|ipc64 1000: …`), from which `cargo xtask
+//! bench` draws their distribution. It prints figures; it never judges them.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-use amber_user::{call_ep, counters_exact, instret, null, println, IpcDesc};
+use amber_user::{call_ep, counters_exact, instret, null, println, sample, IpcDesc};
 
 amber_user::main!(main);
 
@@ -94,24 +96,29 @@ fn main() {
         );
         return;
     }
+    // Each mean, then its distribution (every call counted on its own; a series whose
+    // calls fail stops short, which `cargo xtask bench` reports). The register-only
+    // figures come before the first call to `bufecho`: until then it has never run and
+    // is not blocked, and every blocked thread lengthens the Call's and the ReplyRecv's
+    // wait-queue scan (by about 50 instructions a round trip).
     let null_cost = per_op(null);
+    let _ = sample("null", N, || {
+        null();
+        Ok::<(), ()>(())
+    });
     let ipc_cost = per_op(|| {
         let _ = call_ep(ECHO, [1, 2, 3, 4], None);
     });
+    let _ = sample("ipc", N, || call_ep(ECHO, [1, 2, 3, 4], None).map(drop));
     let mut bufs = Buffers::new();
-    let buf_line = match bufs.check() {
-        Ok(()) => {
-            let cost = per_op(|| {
-                let _ = bufs.call();
-            });
-            // The last measured call must have echoed too.
-            match bufs.check() {
-                Ok(()) => Ok(cost),
-                Err(e) => Err(e),
-            }
-        }
-        Err(e) => Err(e),
-    };
+    let buf_line = bufs.check().and_then(|()| {
+        let cost = per_op(|| {
+            let _ = bufs.call();
+        });
+        let _ = sample("ipc64", N, || bufs.call().map(drop));
+        // The last measured call must have echoed too.
+        bufs.check().map(|()| cost)
+    });
     println!("bench: null syscall {null_cost} instructions (mean of {N})");
     println!("bench: IPC round trip {ipc_cost} instructions (Call + ReplyRecv, 4 words, two task switches, mean of {N})");
     match buf_line {
