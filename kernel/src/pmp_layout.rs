@@ -97,6 +97,8 @@ pub struct PmpImage {
     pub addr: [u32; PMP_ENTRIES],
     /// `pmpcfg0..3`: four 8-bit entry configurations each, entry 0 in the low byte.
     pub cfg: [u32; PMP_ENTRIES / 4],
+    /// Regions laid out: entries `2 * regions` and above are off (cfg 0, address 0).
+    pub regions: u8,
 }
 
 impl PmpImage {
@@ -104,6 +106,7 @@ impl PmpImage {
     pub const EMPTY: PmpImage = PmpImage {
         addr: [0; PMP_ENTRIES],
         cfg: [0; PMP_ENTRIES / 4],
+        regions: 0,
     };
 
     /// Lays out `regions`: region k uses entry 2k (its base, turned off) and entry 2k+1
@@ -121,6 +124,8 @@ impl PmpImage {
             let top = 2 * k + 1;
             img.cfg[top / 4] |= ((CFG_TOR | r.perm) as u32) << (8 * (top % 4));
         }
+        // In range: at most MAX_REGIONS (8) regions, checked above.
+        img.regions = regions.len() as u8;
         Ok(img)
     }
 }
@@ -214,6 +219,55 @@ mod tests {
             PmpImage::layout(&[r; 9]),
             Err(PmpError::TooManyRegions { wanted: 9 })
         );
+    }
+
+    /// What the PMP holds after `new` is written over `old` the way `arch::pmp::write`
+    /// does: only `2 * new.regions` addresses, and every cfg word.
+    fn written_over(old: &PmpImage, new: &PmpImage) -> PmpImage {
+        let mut held = *old;
+        let n = 2 * usize::from(new.regions);
+        held.addr[..n].copy_from_slice(&new.addr[..n]);
+        held.cfg = new.cfg;
+        held
+    }
+
+    #[test]
+    fn writing_only_the_used_entries_allows_what_the_whole_image_allows() {
+        let r = |base: u32, len: u32, write: bool| {
+            TorRegion::new(base, len, true, write, false).unwrap()
+        };
+        let many: Vec<TorRegion> = (0..8)
+            .map(|k| r(0x8000_0000 + k * 0x1000, 0x800, k % 2 == 0))
+            .collect();
+        let few = [r(0x8100_0000, 0x1000, true), r(0x8200_0000, 0x400, false)];
+        let images = [
+            PmpImage::layout(&many).unwrap(),
+            PmpImage::layout(&few).unwrap(),
+            PmpImage::layout(&many[..5]).unwrap(),
+            PmpImage::layout(&few[..1]).unwrap(),
+            PmpImage::EMPTY,
+        ];
+        let probes = (0x7FFF_F000u32..0x8201_0000).step_by(0x200);
+        for old in &images {
+            for new in &images {
+                let held = written_over(old, new);
+                assert_eq!(
+                    held.cfg, new.cfg,
+                    "every entry is configured as in the image"
+                );
+                for a in probes.clone() {
+                    for want in [want::READ, want::WRITE] {
+                        assert_eq!(
+                            held.allows(a, 4, want),
+                            new.allows(a, 4, want),
+                            "{a:#x} after {} regions over {}",
+                            new.regions,
+                            old.regions
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

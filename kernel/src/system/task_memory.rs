@@ -52,7 +52,8 @@ impl UserMemory for TaskMemory<'_> {
 type PmpKey = (ThreadId, u32, PageMask, bool);
 
 /// What the PMP holds, and the last image computed for each task: a task switch
-/// between tasks whose layouts did not change only rewrites the CSRs.
+/// between tasks whose layouts did not change only rewrites the CSRs (of those, only
+/// the ones the image uses: `arch::pmp::write`).
 pub(super) struct PmpCache {
     current: Option<PmpKey>,
     images: [Option<(PmpKey, PmpImage)>; MAX_TASKS],

@@ -12,6 +12,7 @@ mod esp32c3;
 mod esp_image;
 mod gdb;
 mod harvest;
+mod latency;
 mod sizing;
 mod validate;
 
@@ -56,8 +57,10 @@ commands:
                         the gdb-multiarch command that attaches with every symbol file
       --no-build        boot the image built last (target/amber/apps/APP.elf) as it is
   bench                 print the benchmarks: syscall and IPC cost in instructions (QEMU,
-                        -icount), the key-value peer comparison (CSV and SVG in
-                        target/kv-bench) and the vNV-Heap figures (target/vnv-bench)
+                        -icount) with their distributions (percentiles, and an SVG in
+                        target/amber/bench/latency.svg), the key-value peer comparison
+                        (CSV and SVG in target/kv-bench) and the vNV-Heap figures
+                        (target/vnv-bench)
   test [options]        run every check: rustfmt, clippy (host and device), host unit
                         tests, and the QEMU integration tests in tests/; ends with what
                         they showed (crash states, crash cycles, syscalls fuzzed)
@@ -609,19 +612,30 @@ fn print_summary(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Boots `kernel` under `-icount shift=0,sleep=off` on a fresh NVM image with
-/// `bootargs`, prints every console line containing `marker` until `count` of them
-/// have come (or the machine stops), and returns them.
 /// The longest a benchmark guest may print nothing (host time; generous, since under
 /// `-icount` the guest runs far behind real time and the machine may be busy).
 const BENCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// Boots `kernel` under `-icount shift=0,sleep=off` on a fresh NVM image with
+/// `bootargs`, prints every console line containing `marker` until `count` of them
+/// have come (or the machine stops), and returns them.
 fn icount_run(
     kernel: &Path,
     bootargs: &str,
     marker: &str,
     count: usize,
 ) -> Result<Vec<String>, String> {
+    icount_run_sampled(kernel, bootargs, marker, count).map(|(found, _)| found)
+}
+
+/// [`icount_run`], also returning (without printing) the per-call sample lines
+/// (`amber_user::sample`) that came before the last `marker` line.
+fn icount_run_sampled(
+    kernel: &Path,
+    bootargs: &str,
+    marker: &str,
+    count: usize,
+) -> Result<(Vec<String>, Vec<String>), String> {
     let dir = root().join("target/amber/bench");
     let nvm = dir.join("nvm.img");
     let _ = std::fs::remove_file(&nvm);
@@ -651,6 +665,7 @@ fn icount_run(
         }
     });
     let mut found = Vec::new();
+    let mut samples = Vec::new();
     let mut last = Vec::new();
     loop {
         let line = match rx.recv_timeout(BENCH_TIMEOUT) {
@@ -682,6 +697,8 @@ fn icount_run(
         if line.contains(marker) {
             println!("{}", line.trim_end());
             found.push(line);
+        } else if line.contains("] samples ") {
+            samples.push(line);
         }
         if found.len() == count {
             break;
@@ -695,7 +712,7 @@ fn icount_run(
             found.len()
         ));
     }
-    Ok(found)
+    Ok((found, samples))
 }
 
 /// Runs the benchmarks and prints their figures. They measure; they never pass or fail
@@ -704,7 +721,8 @@ fn bench() -> Result<(), String> {
     find_qemu().map_err(|e| e.to_string())?;
     println!("== syscall and IPC cost (bench app, -icount) ==");
     let kernel = build_app("bench", DEFAULT_NVM_SIZE)?;
-    icount_run(&kernel, "", "[bench] bench:", 2)?;
+    let (figures, mut samples) = icount_run_sampled(&kernel, "", "[bench] bench:", 3)?;
+    latency::require_figures(&figures)?;
     println!("== checkpoint pause and recovery (amber.test=ckpt-bench, -icount) ==");
     let kernel = build_kernel(None)?;
     icount_run(&kernel, "amber.test=ckpt-bench", "ckbench:", 24)?;
@@ -739,8 +757,12 @@ fn bench() -> Result<(), String> {
     // does not count.
     for app in ["heapbench", "heapbench-nolimit"] {
         let kernel = build_app(app, DEFAULT_NVM_SIZE)?;
-        icount_run(&kernel, "", "[heapbench] heapbench:", 8)?;
+        let (_, heap_samples) = icount_run_sampled(&kernel, "", "[heapbench] heapbench:", 8)?;
+        if app == "heapbench" {
+            samples.extend(heap_samples);
+        }
     }
+    latency::report(&samples, &root().join("target/amber/bench/latency.svg"))?;
     println!("== key-value stores: amber-kv against sequential-storage's flash map (kvbench app, -icount) ==");
     // 50 result lines (10 workloads x 5 stores) and `kvbench: done`; tools/kv-bench
     // prices them with the devices' datasheet timings (table, CSV and SVG).

@@ -16,6 +16,7 @@ mod counters;
 mod rng;
 #[cfg(target_os = "none")]
 mod rt;
+mod samples;
 mod setting;
 mod sys;
 
@@ -24,6 +25,7 @@ pub use amber_abi::{Error, IpcDesc, Rights, WatchFlags};
 pub use console::{_print, Console};
 pub use counters::{cycles, instret};
 pub use rng::Rng;
+pub use samples::sample;
 pub use setting::{build_setting, Memory};
 pub use sys::*;
 

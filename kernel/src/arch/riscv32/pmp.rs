@@ -1,6 +1,11 @@
 //! The PMP hardware layer: writes a computed [`PmpImage`] to the 16 `pmpaddr` and 4
 //! `pmpcfg` CSRs. It knows registers only; which regions a task gets, and how they
 //! become entries, is decided elsewhere (`amber_core`, `crate::pmp`).
+//!
+//! A write touches only the CSRs that matter: the addresses of the image's own entries
+//! (an entry that is off matches nothing, so what an address above the image's last
+//! entry holds does not matter) and all four `pmpcfg` words (cheaper to write than to
+//! decide which of them may differ), which turn every entry above the image's off.
 
 use crate::pmp_layout::PmpImage;
 use riscv::register::{
@@ -11,35 +16,104 @@ use riscv::register::{
 
 /// Replaces the whole PMP configuration with `img`.
 pub fn write(img: &PmpImage) {
-    let a = img.addr.map(|x| x as usize);
-    let c = img.cfg.map(|x| x as usize);
+    let a = &img.addr;
+    let c = &img.cfg;
+    // Writes the listed `pmpaddr` registers, each from its entry of `a`.
+    macro_rules! addrs {
+        ($($reg:ident = $i:literal),*) => {{ $( $reg::write(a[$i] as usize); )* }};
+    }
     // SAFETY: no entry is ever locked (bit 7 is never set by `PmpImage`), so M-mode
-    // keeps full access whatever is written; entries are turned off first so that no
-    // half-written combination of old and new addresses is ever active.
+    // keeps full access whatever is written and in whatever order (the kernel never
+    // sets mstatus.MPRV), and U-mode runs only after the last write, when the PMP holds
+    // exactly `img`: its addresses up to its last entry and all of its cfg words.
     unsafe {
-        pmpcfg0::write(0);
-        pmpcfg1::write(0);
-        pmpcfg2::write(0);
-        pmpcfg3::write(0);
-        pmpaddr0::write(a[0]);
-        pmpaddr1::write(a[1]);
-        pmpaddr2::write(a[2]);
-        pmpaddr3::write(a[3]);
-        pmpaddr4::write(a[4]);
-        pmpaddr5::write(a[5]);
-        pmpaddr6::write(a[6]);
-        pmpaddr7::write(a[7]);
-        pmpaddr8::write(a[8]);
-        pmpaddr9::write(a[9]);
-        pmpaddr10::write(a[10]);
-        pmpaddr11::write(a[11]);
-        pmpaddr12::write(a[12]);
-        pmpaddr13::write(a[13]);
-        pmpaddr14::write(a[14]);
-        pmpaddr15::write(a[15]);
-        pmpcfg0::write(c[0]);
-        pmpcfg1::write(c[1]);
-        pmpcfg2::write(c[2]);
-        pmpcfg3::write(c[3]);
+        // One arm per region count (a jump, not a test per region).
+        match img.regions {
+            0 => {}
+            1 => addrs!(pmpaddr0 = 0, pmpaddr1 = 1),
+            2 => addrs!(pmpaddr0 = 0, pmpaddr1 = 1, pmpaddr2 = 2, pmpaddr3 = 3),
+            3 => addrs!(
+                pmpaddr0 = 0,
+                pmpaddr1 = 1,
+                pmpaddr2 = 2,
+                pmpaddr3 = 3,
+                pmpaddr4 = 4,
+                pmpaddr5 = 5
+            ),
+            4 => addrs!(
+                pmpaddr0 = 0,
+                pmpaddr1 = 1,
+                pmpaddr2 = 2,
+                pmpaddr3 = 3,
+                pmpaddr4 = 4,
+                pmpaddr5 = 5,
+                pmpaddr6 = 6,
+                pmpaddr7 = 7
+            ),
+            5 => addrs!(
+                pmpaddr0 = 0,
+                pmpaddr1 = 1,
+                pmpaddr2 = 2,
+                pmpaddr3 = 3,
+                pmpaddr4 = 4,
+                pmpaddr5 = 5,
+                pmpaddr6 = 6,
+                pmpaddr7 = 7,
+                pmpaddr8 = 8,
+                pmpaddr9 = 9
+            ),
+            6 => addrs!(
+                pmpaddr0 = 0,
+                pmpaddr1 = 1,
+                pmpaddr2 = 2,
+                pmpaddr3 = 3,
+                pmpaddr4 = 4,
+                pmpaddr5 = 5,
+                pmpaddr6 = 6,
+                pmpaddr7 = 7,
+                pmpaddr8 = 8,
+                pmpaddr9 = 9,
+                pmpaddr10 = 10,
+                pmpaddr11 = 11
+            ),
+            7 => addrs!(
+                pmpaddr0 = 0,
+                pmpaddr1 = 1,
+                pmpaddr2 = 2,
+                pmpaddr3 = 3,
+                pmpaddr4 = 4,
+                pmpaddr5 = 5,
+                pmpaddr6 = 6,
+                pmpaddr7 = 7,
+                pmpaddr8 = 8,
+                pmpaddr9 = 9,
+                pmpaddr10 = 10,
+                pmpaddr11 = 11,
+                pmpaddr12 = 12,
+                pmpaddr13 = 13
+            ),
+            _ => addrs!(
+                pmpaddr0 = 0,
+                pmpaddr1 = 1,
+                pmpaddr2 = 2,
+                pmpaddr3 = 3,
+                pmpaddr4 = 4,
+                pmpaddr5 = 5,
+                pmpaddr6 = 6,
+                pmpaddr7 = 7,
+                pmpaddr8 = 8,
+                pmpaddr9 = 9,
+                pmpaddr10 = 10,
+                pmpaddr11 = 11,
+                pmpaddr12 = 12,
+                pmpaddr13 = 13,
+                pmpaddr14 = 14,
+                pmpaddr15 = 15
+            ),
+        }
+        pmpcfg0::write(c[0] as usize);
+        pmpcfg1::write(c[1] as usize);
+        pmpcfg2::write(c[2] as usize);
+        pmpcfg3::write(c[3] as usize);
     }
 }

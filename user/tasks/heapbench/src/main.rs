@@ -23,7 +23,13 @@
 //!    back between them. The service's dirty limit is the one it reports. At the end
 //!    every key's version is checked, so a broken service does not pass for a cheap one.
 //!
-//! Without `-icount` (`amber_user::counters_exact`) part 1 says it did not measure.
+//! 3. The distribution behind part 1's service `get_ref` of 4 bytes: `SAMPLES` calls,
+//!    each counted on its own, after the same checkpoint and warm-up, printed as
+//!    `samples get_ref 1000: …` lines (`amber_user::sample`), which `cargo xtask bench`
+//!    draws; they carry no `heapbench:` marker.
+//!
+//! Without `-icount` (`amber_user::counters_exact`) parts 1 and 3 say they did not
+//! measure.
 //! It measures and prints; it must never judge a figure, and never print a line with
 //! the `heapbench:` marker beyond the fixed set (the bench counts them).
 
@@ -31,7 +37,9 @@
 
 use amber_heap_api::{Handle, Heap, HeapError, ServiceStats};
 use amber_nvm::MmioNvm;
-use amber_user::{checkpoint, counters_exact, instret, memory, println, Error, Memory, Rng};
+use amber_user::{
+    checkpoint, counters_exact, instret, memory, println, sample, Error, Memory, Rng,
+};
 use core::fmt;
 use core::hint::black_box;
 use vnv_heap::{Config, VnvHeap};
@@ -43,6 +51,8 @@ const HEAP: u32 = 0;
 const WINDOW: Memory = memory!("HEAP_CACHES");
 /// Calls averaged per best-case figure.
 const ITERATIONS: u32 = 200;
+/// Calls counted one by one for the distribution of the service's `get_ref`.
+const SAMPLES: u32 = 1000;
 
 /// Objects per size class of the workload; four classes of 64, 128, 192, 256 bytes.
 const PER_CLASS: usize = 8;
@@ -234,6 +244,27 @@ fn best_case(heap: &Heap) {
     sizes::<4>(heap, &lib);
     sizes::<64>(heap, &lib);
     sizes::<256>(heap, &lib);
+    if counters_exact() {
+        if let Err(e) = service_samples(heap) {
+            println!("samples get_ref: not measured ({e})");
+        }
+    }
+}
+
+/// Part 3: the service's `get_ref` of a 4-byte object, [`SAMPLES`] calls counted one
+/// by one, after a checkpoint and a warm-up call as in [`per_op`].
+fn service_samples(heap: &Heap) -> Result<(), Failure> {
+    let h = heap.alloc([0u8; 4])?;
+    let get_ref = || {
+        let g = heap.get_ref(&h)?;
+        black_box(g[3]);
+        g.release()
+    };
+    take_checkpoint()?;
+    get_ref()?;
+    sample("get_ref", SAMPLES, get_ref)?;
+    heap.free(h)?;
+    Ok(())
 }
 
 /// The two lines of an `N`-byte object (without exact counters, two lines that say
