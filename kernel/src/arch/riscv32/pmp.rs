@@ -18,99 +18,31 @@ use riscv::register::{
 pub fn write(img: &PmpImage) {
     let a = &img.addr;
     let c = &img.cfg;
-    // Writes the listed `pmpaddr` registers, each from its entry of `a`.
-    macro_rules! addrs {
-        ($($reg:ident = $i:literal),*) => {{ $( $reg::write(a[$i] as usize); )* }};
+    // Region n (from 1) is the pair of entries 2n - 2 and 2n - 1: its pair is written
+    // when the image has at least n regions.
+    macro_rules! pairs {
+        ($($n:literal: $lo:ident $hi:ident),*) => {$(
+            if img.regions >= $n {
+                $lo::write(a[2 * $n - 2] as usize);
+                $hi::write(a[2 * $n - 1] as usize);
+            }
+        )*};
     }
     // SAFETY: no entry is ever locked (bit 7 is never set by `PmpImage`), so M-mode
     // keeps full access whatever is written and in whatever order (the kernel never
     // sets mstatus.MPRV), and U-mode runs only after the last write, when the PMP holds
     // exactly `img`: its addresses up to its last entry and all of its cfg words.
     unsafe {
-        // One arm per region count (a jump, not a test per region).
-        match img.regions {
-            0 => {}
-            1 => addrs!(pmpaddr0 = 0, pmpaddr1 = 1),
-            2 => addrs!(pmpaddr0 = 0, pmpaddr1 = 1, pmpaddr2 = 2, pmpaddr3 = 3),
-            3 => addrs!(
-                pmpaddr0 = 0,
-                pmpaddr1 = 1,
-                pmpaddr2 = 2,
-                pmpaddr3 = 3,
-                pmpaddr4 = 4,
-                pmpaddr5 = 5
-            ),
-            4 => addrs!(
-                pmpaddr0 = 0,
-                pmpaddr1 = 1,
-                pmpaddr2 = 2,
-                pmpaddr3 = 3,
-                pmpaddr4 = 4,
-                pmpaddr5 = 5,
-                pmpaddr6 = 6,
-                pmpaddr7 = 7
-            ),
-            5 => addrs!(
-                pmpaddr0 = 0,
-                pmpaddr1 = 1,
-                pmpaddr2 = 2,
-                pmpaddr3 = 3,
-                pmpaddr4 = 4,
-                pmpaddr5 = 5,
-                pmpaddr6 = 6,
-                pmpaddr7 = 7,
-                pmpaddr8 = 8,
-                pmpaddr9 = 9
-            ),
-            6 => addrs!(
-                pmpaddr0 = 0,
-                pmpaddr1 = 1,
-                pmpaddr2 = 2,
-                pmpaddr3 = 3,
-                pmpaddr4 = 4,
-                pmpaddr5 = 5,
-                pmpaddr6 = 6,
-                pmpaddr7 = 7,
-                pmpaddr8 = 8,
-                pmpaddr9 = 9,
-                pmpaddr10 = 10,
-                pmpaddr11 = 11
-            ),
-            7 => addrs!(
-                pmpaddr0 = 0,
-                pmpaddr1 = 1,
-                pmpaddr2 = 2,
-                pmpaddr3 = 3,
-                pmpaddr4 = 4,
-                pmpaddr5 = 5,
-                pmpaddr6 = 6,
-                pmpaddr7 = 7,
-                pmpaddr8 = 8,
-                pmpaddr9 = 9,
-                pmpaddr10 = 10,
-                pmpaddr11 = 11,
-                pmpaddr12 = 12,
-                pmpaddr13 = 13
-            ),
-            _ => addrs!(
-                pmpaddr0 = 0,
-                pmpaddr1 = 1,
-                pmpaddr2 = 2,
-                pmpaddr3 = 3,
-                pmpaddr4 = 4,
-                pmpaddr5 = 5,
-                pmpaddr6 = 6,
-                pmpaddr7 = 7,
-                pmpaddr8 = 8,
-                pmpaddr9 = 9,
-                pmpaddr10 = 10,
-                pmpaddr11 = 11,
-                pmpaddr12 = 12,
-                pmpaddr13 = 13,
-                pmpaddr14 = 14,
-                pmpaddr15 = 15
-            ),
-        }
+        pairs!(
+            1: pmpaddr0 pmpaddr1,
+            2: pmpaddr2 pmpaddr3,
+            3: pmpaddr4 pmpaddr5,
+            4: pmpaddr6 pmpaddr7,
+            5: pmpaddr8 pmpaddr9,
+            6: pmpaddr10 pmpaddr11,
+            7: pmpaddr12 pmpaddr13,
+            8: pmpaddr14 pmpaddr15
+        );
         pmpcfg0::write(c[0] as usize);
         pmpcfg1::write(c[1] as usize);
         pmpcfg2::write(c[2] as usize);
