@@ -84,18 +84,34 @@ fn cut_place(transcript: &str, image: &[u8]) -> Option<usize> {
 /// Runs `cycles() * rounds` crash-and-reboot cycles of `app` on one NVM image, half
 /// of them by SIGKILL and half by a cut at a chosen store.
 fn crash_loop(app: &str, rounds: usize, inv: &mut dyn Invariant) {
-    crash_cycles(app, cycles() * rounds, None, inv);
+    crash_cycles(app, cycles() * rounds, None, STORE_RANGE, inv);
 }
 
+/// The stores after boot among which a chosen-store cut falls (three cuts in four; the
+/// fourth falls in the first 8).
+const STORE_RANGE: u64 = 400;
+
 /// As [`crash_loop`] with the NVM on the SPI bus, for a quarter of the cycles (at
-/// least 8).
-fn crash_loop_spi(app: &str, rounds: usize, inv: &mut dyn Invariant) -> Summary {
-    crash_cycles(app, (cycles() * rounds / 4).max(8), Some(NvmBus::Spi), inv)
+/// least 8), the chosen-store cuts among the first `stores` stores.
+fn crash_loop_spi(app: &str, rounds: usize, stores: u64, inv: &mut dyn Invariant) -> Summary {
+    crash_cycles(
+        app,
+        (cycles() * rounds / 4).max(8),
+        Some(NvmBus::Spi),
+        stores,
+        inv,
+    )
 }
 
 /// `total` crash-and-reboot cycles of `app`, on `bus` (else the one `AMBER_NVM_BUS`
 /// names).
-fn crash_cycles(app: &str, total: usize, bus: Option<NvmBus>, inv: &mut dyn Invariant) -> Summary {
+fn crash_cycles(
+    app: &str,
+    total: usize,
+    bus: Option<NvmBus>,
+    stores: u64,
+    inv: &mut dyn Invariant,
+) -> Summary {
     let mut rng = Rng::from_env(app);
     let mut s = Summary::default();
     let mut machine = app_machine(app);
@@ -119,7 +135,7 @@ fn crash_cycles(app: &str, total: usize, bus: Option<NvmBus>, inv: &mut dyn Inva
         if by_store {
             // A quarter of the store cuts fall in the first stores after boot: the boot
             // record, recovery's erasures, the first checkpoint after recovery.
-            let range = if cycle % 8 == 1 { 8 } else { 400 };
+            let range = if cycle % 8 == 1 { 8 } else { stores };
             m.bootargs = format!("amber.cut={}:{}", 1 + rng.below(range), rng.below(9));
         }
         let mut q = Qemu::boot(&m);
@@ -392,7 +408,9 @@ fn heap_apps() -> All {
 
 #[test]
 fn the_heap_apps_on_the_spi_bus_find_their_heap_as_their_own_state_left_it() {
-    let s = crash_loop_spi("heap", 2, &mut heap_apps());
+    // The SPI driver's ring and FRAM stores count too: ten times the stores reach as
+    // far into the apps' work as the kernel's alone did.
+    let s = crash_loop_spi("heap", 2, 10 * STORE_RANGE, &mut heap_apps());
     // On the SPI bus the driver's ring and FRAM stores are the kernel's too, in one
     // numbered sequence: the chosen-store cuts must reach them.
     assert!(
@@ -409,7 +427,7 @@ fn a_committed_counter_only_grows_across_power_cuts() {
 
 #[test]
 fn a_committed_counter_only_grows_across_power_cuts_on_the_spi_bus() {
-    crash_loop_spi("ckcounter", 1, &mut Growing::default());
+    crash_loop_spi("ckcounter", 1, STORE_RANGE, &mut Growing::default());
 }
 
 fn bank() -> SelfChecked {
@@ -427,7 +445,7 @@ fn the_bank_total_never_changes_across_power_cuts() {
 
 #[test]
 fn the_bank_total_never_changes_across_power_cuts_on_the_spi_bus() {
-    crash_loop_spi("bank", 1, &mut bank());
+    crash_loop_spi("bank", 1, STORE_RANGE, &mut bank());
 }
 
 #[test]
