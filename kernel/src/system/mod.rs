@@ -24,12 +24,12 @@ use crate::cost::{self, Cost};
 use crate::exit::ExitCode;
 use crate::kmain::fatal;
 use crate::writer::{CheckpointWriter, Written};
+use amber_ckpt::Manager;
 use amber_core::abi::Error;
 use amber_core::{
     Attempt, Cause, CheckpointEvent, Context, Fault, Halt, HaltOutcome, Kernel, Platform, Step,
     ThreadId, MAX_OBJECTS,
 };
-use amber_format::Region;
 use amber_nvm::{CutNvm, Nvm};
 use log::{error, info};
 use task_memory::{PmpCache, TaskMemory};
@@ -85,14 +85,15 @@ struct Machine<'a> {
     now: u64,
     /// The NVM and the checkpoint area in it, once the app is up (tasks reach the
     /// rest through `NvmRead` and `NvmWrite`).
-    nvm: Option<(&'a mut SystemNvm, Region)>,
+    nvm: Option<(&'a mut SystemNvm, &'a Manager)>,
 }
 
 impl Machine<'_> {
     /// The NVM, for a task's transfer at `[offset, offset + len)`: refused in the
     /// checkpoint area (only the checkpoint writer writes there).
     fn nvm_for(&mut self, offset: u32, len: usize) -> Result<&mut SystemNvm, Error> {
-        let (nvm, area) = self.nvm.as_mut().ok_or(Error::WrongState)?;
+        let (nvm, mgr) = self.nvm.as_mut().ok_or(Error::WrongState)?;
+        let area = mgr.area();
         let end = u64::from(offset) + len as u64;
         let area_end = u64::from(area.offset) + u64::from(area.len);
         if u64::from(area.offset) < end && u64::from(offset) < area_end {
@@ -163,10 +164,7 @@ impl System {
     fn parts(&mut self) -> (&mut Kernel, TaskMemory<'_>, Machine<'_>) {
         let now = self.now_ticks();
         let (dirty, nvm) = match self.writer.as_mut() {
-            Some(w) => {
-                let area = w.mgr.area();
-                (Some(&mut w.mem_dirty), Some((&mut w.nvm, area)))
-            }
+            Some(w) => (Some(&mut w.mem_dirty), Some((&mut w.nvm, &w.mgr))),
             None => (None, None),
         };
         (&mut self.kernel, TaskMemory { dirty }, Machine { now, nvm })
