@@ -16,11 +16,13 @@
 extern crate alloc;
 
 mod cut;
+mod either;
 mod mmio;
 #[cfg(feature = "sim")]
 pub mod sim;
 
 pub use cut::{CutAt, CutNvm};
+pub use either::Either;
 pub use mmio::MmioNvm;
 
 use core::fmt;

@@ -15,7 +15,7 @@ pub use device::QemuVirt;
 #[cfg(target_os = "none")]
 mod device {
     use super::map::{MAP, PCIE_MMIO_BASE};
-    use super::nvm_bus::BoardNvm;
+    use super::nvm_bus::{self, BoardNvm};
     use crate::arch::TrapVector;
     use crate::board::{Board, Event, MemoryMap};
     use crate::exit::ExitCode;
@@ -215,15 +215,15 @@ mod device {
             // memory in the PCIe window, and nothing else uses that range.
             let window = unsafe { MmioNvm::new(base as usize as *mut u8, size) };
             if !SPI_BUS.load(Ordering::Relaxed) {
-                return Ok(BoardNvm::Mmio(window));
+                return Ok(amber_nvm::Either::Left(window));
             }
             // Not "NVM": tests wait for the line after it ("found NVM ...").
             log::info!("nvm bus: spi, an emulated FRAM of {size} bytes behind the FRAM driver");
-            BoardNvm::spi(window).ok_or(NvmSetupError::TooLargeForSpi(size))
+            nvm_bus::on_spi(window).ok_or(NvmSetupError::TooLargeForSpi(size))
         }
 
         fn nvm_wire_bytes(nvm: &BoardNvm) -> Option<u64> {
-            nvm.wire_bytes()
+            nvm_bus::wire_bytes(nvm)
         }
 
         /// The 10 ms CLINT tick and the UART's receive interrupt through the PLIC.

@@ -7,33 +7,29 @@
 //! change what a store does (the chip stores every byte it is sent, as the window).
 
 use amber_fram::{AddressWidth, EmuFram, Fram, Part, DEFAULT_CYCLES_PER_BYTE};
-use amber_nvm::{MmioNvm, Nvm, NvmError};
+use amber_nvm::{Either, MmioNvm, Nvm};
 
 /// The checkpoint area's SPI FRAM: the protocol driver over the emulated chip.
 pub type SpiFram = Fram<EmuFram<MmioNvm>>;
 
-/// The board's NVM, on the bus the boot options chose.
-pub enum BoardNvm {
-    Mmio(MmioNvm),
-    Spi(SpiFram),
+/// The board's NVM, on the bus the boot options chose: the window by loads and
+/// stores (`Left`), or the SPI FRAM (`Right`).
+pub type BoardNvm = Either<MmioNvm, SpiFram>;
+
+/// The window as a chip on the SPI bus: a part of the window's size (3-byte addresses,
+/// so at most 16 MiB) at the MB85RS4MT's 40 MHz. `None` when the window is too large
+/// for 3-byte addresses.
+pub fn on_spi(window: MmioNvm) -> Option<BoardNvm> {
+    let part = Part::new(window.size(), AddressWidth::Three).ok()?;
+    let chip = EmuFram::new(part, window, DEFAULT_CYCLES_PER_BYTE, spend).ok()?;
+    Some(Either::Right(Fram::new(chip, part)))
 }
 
-impl BoardNvm {
-    /// The window as a chip on the SPI bus: a part of the window's size (3-byte
-    /// addresses, so at most 16 MiB) at the MB85RS4MT's 40 MHz. `None` when the window
-    /// is too large for 3-byte addresses.
-    pub fn spi(window: MmioNvm) -> Option<BoardNvm> {
-        let part = Part::new(window.size(), AddressWidth::Three).ok()?;
-        let chip = EmuFram::new(part, window, DEFAULT_CYCLES_PER_BYTE, spend).ok()?;
-        Some(BoardNvm::Spi(Fram::new(chip, part)))
-    }
-
-    /// Bytes clocked on the SPI bus so far (opcodes, addresses, data); `None` on `mmio`.
-    pub fn wire_bytes(&self) -> Option<u64> {
-        match self {
-            BoardNvm::Mmio(_) => None,
-            BoardNvm::Spi(fram) => Some(fram.stats().wire_bytes),
-        }
+/// Bytes clocked on the SPI bus so far (opcodes, addresses, data); `None` on `mmio`.
+pub fn wire_bytes(nvm: &BoardNvm) -> Option<u64> {
+    match nvm {
+        Either::Left(_) => None,
+        Either::Right(fram) => Some(fram.stats().wire_bytes),
     }
 }
 
@@ -43,42 +39,5 @@ fn spend(cycles: u32) {
     let start = riscv::register::mcycle::read64();
     while riscv::register::mcycle::read64().wrapping_sub(start) < u64::from(cycles) {
         core::hint::spin_loop();
-    }
-}
-
-impl Nvm for BoardNvm {
-    fn size(&self) -> u32 {
-        match self {
-            BoardNvm::Mmio(n) => n.size(),
-            BoardNvm::Spi(n) => n.size(),
-        }
-    }
-
-    fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), NvmError> {
-        match self {
-            BoardNvm::Mmio(n) => n.read(offset, buf),
-            BoardNvm::Spi(n) => n.read(offset, buf),
-        }
-    }
-
-    fn write(&mut self, offset: u32, data: &[u8]) -> Result<(), NvmError> {
-        match self {
-            BoardNvm::Mmio(n) => n.write(offset, data),
-            BoardNvm::Spi(n) => n.write(offset, data),
-        }
-    }
-
-    fn fence(&mut self) {
-        match self {
-            BoardNvm::Mmio(n) => n.fence(),
-            BoardNvm::Spi(n) => n.fence(),
-        }
-    }
-
-    fn flush(&mut self) -> Result<(), NvmError> {
-        match self {
-            BoardNvm::Mmio(n) => n.flush(),
-            BoardNvm::Spi(n) => n.flush(),
-        }
     }
 }

@@ -47,6 +47,7 @@ use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
 
 mod store;
 
+use amber_nvm::Either;
 use store::{Grant, Store};
 
 amber_user::main!(main);
@@ -113,11 +114,11 @@ fn main() {
     let on_bus = nvm_on_bus();
     let (mut ring_nvm, mut fram): (RingNvm, Device) = if on_bus {
         (
-            Store::Kernel(Grant {
+            Either::Right(Grant {
                 slot: RING_SLOT,
                 size: RING.len as u32,
             }),
-            Store::Kernel(Grant {
+            Either::Right(Grant {
                 slot: FRAM_SLOT,
                 size: FRAM_PART.size(),
             }),
@@ -133,10 +134,7 @@ fn main() {
         };
         let chip = EmuFram::new(FRAM_PART, part, CYCLES_PER_BYTE, spend)
             .expect("the FRAM range fits the part");
-        (
-            Store::Direct(ring),
-            Store::Direct(Fram::new(chip, FRAM_PART)),
-        )
+        (Either::Left(ring), Either::Left(Fram::new(chip, FRAM_PART)))
     };
     let region = Region {
         offset: 0,
@@ -304,7 +302,7 @@ fn events(
 /// (on the kernel's bus, the kernel reports the wire bytes).
 fn report(fram: &Device, applies: &mut u64) {
     *applies += 1;
-    if let (true, Store::Direct(fram)) = (applies.is_multiple_of(REPORT_EVERY), fram) {
+    if let (true, Either::Left(fram)) = (applies.is_multiple_of(REPORT_EVERY), fram) {
         let s = fram.stats();
         println!(
             "spidrv: {} commits applied; bus: {} transactions, {} wire bytes, {} bytes written in {} writes, {} read in {} reads",

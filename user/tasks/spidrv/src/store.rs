@@ -5,7 +5,7 @@
 //! stores in one sequence with its own. This file only moves bytes; it must never
 //! decide what to store.
 
-use amber_nvm::{check_range, Nvm, NvmError};
+use amber_nvm::{check_range, Either, Nvm, NvmError};
 use amber_user::abi::MAX_NVM_TRANSFER;
 use amber_user::{nvm_read, nvm_write};
 
@@ -61,45 +61,6 @@ impl Nvm for Grant {
     }
 }
 
-/// The ring's or the FRAM partition's store: `M` directly, or a [`Grant`].
-pub enum Store<M> {
-    Direct(M),
-    Kernel(Grant),
-}
-
-impl<M: Nvm> Nvm for Store<M> {
-    fn size(&self) -> u32 {
-        match self {
-            Store::Direct(m) => m.size(),
-            Store::Kernel(g) => g.size(),
-        }
-    }
-
-    fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), NvmError> {
-        match self {
-            Store::Direct(m) => m.read(offset, buf),
-            Store::Kernel(g) => g.read(offset, buf),
-        }
-    }
-
-    fn write(&mut self, offset: u32, data: &[u8]) -> Result<(), NvmError> {
-        match self {
-            Store::Direct(m) => m.write(offset, data),
-            Store::Kernel(g) => g.write(offset, data),
-        }
-    }
-
-    fn fence(&mut self) {
-        match self {
-            Store::Direct(m) => m.fence(),
-            Store::Kernel(g) => g.fence(),
-        }
-    }
-
-    fn flush(&mut self) -> Result<(), NvmError> {
-        match self {
-            Store::Direct(m) => m.flush(),
-            Store::Kernel(g) => g.flush(),
-        }
-    }
-}
+/// The ring's or the FRAM partition's store: `M` directly (`Left`), or a [`Grant`]
+/// (`Right`).
+pub type Store<M> = Either<M, Grant>;
