@@ -33,3 +33,13 @@ pub fn cycles() -> u32 {
 pub fn instret() -> u32 {
     0
 }
+
+/// Spends `cycles` CPU cycles of the `cycle` counter: the time a device transfer
+/// would take where a task emulates the device (exact only under `-icount`; without
+/// it, ticks of the host's clock).
+pub fn spend_cycles(n: u32) {
+    let start = cycles();
+    while cycles().wrapping_sub(start) < n {
+        core::hint::spin_loop();
+    }
+}

@@ -23,7 +23,7 @@ mod sys;
 pub use amber_abi as abi;
 pub use amber_abi::{Error, IpcDesc, Rights, WatchFlags};
 pub use console::{_print, Console};
-pub use counters::{cycles, instret};
+pub use counters::{cycles, instret, spend_cycles};
 pub use rng::Rng;
 pub use samples::sample;
 pub use setting::{build_setting, Memory};

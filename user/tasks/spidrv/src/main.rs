@@ -97,16 +97,6 @@ static mut WATCH: [u64; 2] = [0; 2];
 type RingNvm = Store<MmioNvm>;
 type Device = Store<Fram<EmuFram<MmioNvm>>>;
 
-/// Spends `cycles` CPU cycles: the time the SPI transfer would take (cycles of the
-/// `cycle` counter, which counts exactly only under `-icount`; without it, ticks of
-/// the host's clock).
-fn spend(cycles: u32) {
-    let start = amber_user::cycles();
-    while amber_user::cycles().wrapping_sub(start) < cycles {
-        core::hint::spin_loop();
-    }
-}
-
 fn main() {
     // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
     // stopped for a checkpoint.
@@ -132,7 +122,7 @@ fn main() {
                 MmioNvm::new(FRAM.base as *mut u8, FRAM_PART.size()),
             )
         };
-        let chip = EmuFram::new(FRAM_PART, part, CYCLES_PER_BYTE, spend)
+        let chip = EmuFram::new(FRAM_PART, part, CYCLES_PER_BYTE, amber_user::spend_cycles)
             .expect("the FRAM range fits the part");
         (Either::Left(ring), Either::Left(Fram::new(chip, FRAM_PART)))
     };
