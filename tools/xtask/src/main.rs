@@ -751,13 +751,13 @@ fn bench() -> Result<(), String> {
         }
     }
     println!("== heap service vs library, FRAM words per checkpoint (heapbench apps, -icount) ==");
-    // Each run prints 6 best-case lines, 1 worst-case line, 1 workload line and
-    // `heapbench: done` (the task prints exactly these 9, an error in place of a
+    // Each run prints 7 best-case lines, 1 worst-case line, 1 workload line and
+    // `heapbench: done` (the task prints exactly these 10, an error in place of a
     // figure that fails); the marker carries the task's console prefix, so the kernel's `app heapbench:` line
     // does not count.
     for app in ["heapbench", "heapbench-nolimit"] {
         let kernel = build_app(app, DEFAULT_NVM_SIZE)?;
-        let (_, heap_samples) = icount_run_sampled(&kernel, "", "[heapbench] heapbench:", 9)?;
+        let (_, heap_samples) = icount_run_sampled(&kernel, "", "[heapbench] heapbench:", 10)?;
         if app == "heapbench" {
             samples.extend(heap_samples);
         }

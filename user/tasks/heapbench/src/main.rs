@@ -14,7 +14,9 @@
 //!    buffer of this task's RAM). Each is the mean of `ITERATIONS` calls, less the
 //!    empty loop, after a checkpoint (so that the SPI driver's ring holds no pending
 //!    write, which would make the service's driver reads dearer) and one warm-up call
-//!    (which makes the object resident and the touched pages writable).
+//!    (which makes the object resident and the touched pages writable). Then the
+//!    release alone (the unpin round trip; in the library the guard's drop) of a
+//!    read pin and of a write pin of a 16-byte object, each pin taken uncounted.
 //! 2. FRAM words (4 bytes) the service writes per checkpoint: a seeded key-value
 //!    workload (`OBJECTS` objects of 64 to 256 bytes, `UPDATES` read-modify-write
 //!    updates of random keys) with a `Checkpoint` every `PER_CHECKPOINT` updates (the
@@ -298,6 +300,7 @@ fn best_case(heap: &Heap, lib: &Lib<'_, MmioNvm>) {
     sizes::<4>(heap, lib);
     sizes::<64>(heap, lib);
     sizes::<256>(heap, lib);
+    releases(heap, lib);
     if counters_exact() {
         if let Err(e) = service_samples(heap) {
             println!("samples get_ref: not measured ({e})");
@@ -341,6 +344,107 @@ fn sizes<const N: usize>(heap: &Heap, lib: &Lib<'_, MmioNvm>) {
     println!(
         "heapbench: get_mut {N} B: service {sw}, library {lw} instructions (mean of {ITERATIONS})"
     );
+}
+
+/// Mean instructions of the release alone of a read pin and of a write pin of `h`
+/// through the service: each pin is taken uncounted, then its release counted, for
+/// [`ITERATIONS`] of each, after a checkpoint and a warm-up as in [`per_op`].
+fn service_release<const N: usize>(
+    heap: &Heap,
+    h: &mut Handle<[u8; N]>,
+) -> Result<(u32, u32), Failure> {
+    take_checkpoint()?;
+    heap.get_ref(h)?.release()?;
+    heap.get_mut(h)?.release()?;
+    let (mut read, mut write) = (0u64, 0u64);
+    for _ in 0..ITERATIONS {
+        let g = heap.get_ref(h)?;
+        let (n, r) = counted(|| g.release());
+        r?;
+        read += u64::from(n);
+    }
+    for _ in 0..ITERATIONS {
+        let g = heap.get_mut(h)?;
+        let (n, r) = counted(|| g.release());
+        r?;
+        write += u64::from(n);
+    }
+    Ok(mean_pair(read, write))
+}
+
+/// The same through the library, where a release is the guard's drop.
+fn library_release<const N: usize>(
+    lib: &VnvHeap<'_, MmioNvm>,
+    h: &mut vnv_heap::Handle<'_, [u8; N]>,
+) -> Result<(u32, u32), Failure> {
+    take_checkpoint()?;
+    drop(lib.get_ref(h)?);
+    drop(lib.get_mut(h)?);
+    let (mut read, mut write) = (0u64, 0u64);
+    for _ in 0..ITERATIONS {
+        let g = lib.get_ref(h)?;
+        read += u64::from(counted(|| drop(g)).0);
+    }
+    for _ in 0..ITERATIONS {
+        let g = lib.get_mut(h)?;
+        write += u64::from(counted(|| drop(g)).0);
+    }
+    Ok(mean_pair(read, write))
+}
+
+fn mean_pair(read: u64, write: u64) -> (u32, u32) {
+    let n = u64::from(ITERATIONS);
+    ((read / n) as u32, (write / n) as u32)
+}
+
+/// Part 1's release line, for 16-byte objects (a size of its own: another caller of
+/// the 4-byte `get_ref` changes how the compiler inlines the library's, by 20
+/// instructions, and so the figures of the sizes above).
+const RELEASE_BYTES: usize = 16;
+
+/// Part 1's release line.
+fn releases(heap: &Heap, lib: &Lib<'_, MmioNvm>) {
+    const WHAT: &str = "heapbench: release 16 B";
+    if !counters_exact() {
+        println!("{WHAT}: not measured (instret counts instructions only under -icount)");
+        return;
+    }
+    let service = heap
+        .alloc([0u8; RELEASE_BYTES])
+        .map_err(Failure::from)
+        .and_then(|mut h| {
+            let r = service_release(heap, &mut h);
+            heap.free(h)?;
+            r
+        });
+    let library = match lib {
+        Ok(lib) => lib
+            .alloc([0u8; RELEASE_BYTES])
+            .map_err(Failure::from)
+            .and_then(|mut h| {
+                let r = library_release(lib, &mut h);
+                lib.free(h)?;
+                r
+            }),
+        Err(e) => Err((*e).into()),
+    };
+    println!(
+        "{WHAT}: service {}, library {} instructions (mean of {ITERATIONS})",
+        Releases(service),
+        Releases(library)
+    );
+}
+
+/// Part 1's release figures of one side: read pin and write pin.
+struct Releases(Result<(u32, u32), Failure>);
+
+impl fmt::Display for Releases {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Ok((read, write)) => write!(f, "read pin {read} write pin {write}"),
+            Err(e) => write!(f, "failed ({e})"),
+        }
+    }
 }
 
 /// Instructions of `f` called once, less those of reading the counter.
