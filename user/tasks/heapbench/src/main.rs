@@ -189,9 +189,9 @@ fn take_checkpoint() -> Result<(), Failure> {
 }
 
 /// A figure, or why it could not be measured.
-struct Fig(Result<u32, Failure>);
+struct Fig<T = u32>(Result<T, Failure>);
 
-impl fmt::Display for Fig {
+impl<T: fmt::Display> fmt::Display for Fig<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             Ok(n) => write!(f, "{n}"),
@@ -349,10 +349,7 @@ fn sizes<const N: usize>(heap: &Heap, lib: &Lib<'_, MmioNvm>) {
 /// Mean instructions of the release alone of a read pin and of a write pin of `h`
 /// through the service: each pin is taken uncounted, then its release counted, for
 /// [`ITERATIONS`] of each, after a checkpoint and a warm-up as in [`per_op`].
-fn service_release<const N: usize>(
-    heap: &Heap,
-    h: &mut Handle<[u8; N]>,
-) -> Result<(u32, u32), Failure> {
+fn service_release<const N: usize>(heap: &Heap, h: &mut Handle<[u8; N]>) -> Result<Pins, Failure> {
     take_checkpoint()?;
     heap.get_ref(h)?.release()?;
     heap.get_mut(h)?.release()?;
@@ -376,7 +373,7 @@ fn service_release<const N: usize>(
 fn library_release<const N: usize>(
     lib: &VnvHeap<'_, MmioNvm>,
     h: &mut vnv_heap::Handle<'_, [u8; N]>,
-) -> Result<(u32, u32), Failure> {
+) -> Result<Pins, Failure> {
     take_checkpoint()?;
     drop(lib.get_ref(h)?);
     drop(lib.get_mut(h)?);
@@ -392,9 +389,9 @@ fn library_release<const N: usize>(
     Ok(mean_pair(read, write))
 }
 
-fn mean_pair(read: u64, write: u64) -> (u32, u32) {
+fn mean_pair(read: u64, write: u64) -> Pins {
     let n = u64::from(ITERATIONS);
-    ((read / n) as u32, (write / n) as u32)
+    Pins((read / n) as u32, (write / n) as u32)
 }
 
 /// Part 1's release line, for 16-byte objects (a size of its own: another caller of
@@ -430,20 +427,17 @@ fn releases(heap: &Heap, lib: &Lib<'_, MmioNvm>) {
     };
     println!(
         "{WHAT}: service {}, library {} instructions (mean of {ITERATIONS})",
-        Releases(service),
-        Releases(library)
+        Fig(service),
+        Fig(library)
     );
 }
 
 /// Part 1's release figures of one side: read pin and write pin.
-struct Releases(Result<(u32, u32), Failure>);
+struct Pins(u32, u32);
 
-impl fmt::Display for Releases {
+impl fmt::Display for Pins {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            Ok((read, write)) => write!(f, "read pin {read} write pin {write}"),
-            Err(e) => write!(f, "failed ({e})"),
-        }
+        write!(f, "read pin {} write pin {}", self.0, self.1)
     }
 }
 
@@ -573,18 +567,6 @@ fn library_swap_in(lib: &VnvHeap<'_, LibFram>) -> Result<(Spread, u64, u64), Fai
     Ok((spread, wire.0, wire.1))
 }
 
-/// One side of part 4's line: its swap-ins, or why they failed.
-struct Side(Result<Spread, Failure>);
-
-impl fmt::Display for Side {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            Ok(s) => write!(f, "{s}"),
-            Err(e) => write!(f, "failed ({e})"),
-        }
-    }
-}
-
 /// Part 4: one line.
 fn worst_case(heap: &Heap, lib: &Lib<'_, LibFram>) {
     const WHAT: &str = "heapbench: get_ref 256 B not cached (read from the FRAM)";
@@ -593,15 +575,15 @@ fn worst_case(heap: &Heap, lib: &Lib<'_, LibFram>) {
         return;
     }
     let (service, read) = match service_swap_in(heap) {
-        Ok((s, read)) => (Side(Ok(s)), read),
-        Err(e) => (Side(Err(e)), 0),
+        Ok((s, read)) => (Fig(Ok(s)), read),
+        Err(e) => (Fig(Err(e)), 0),
     };
     let (library, wire, transactions) = match lib {
         Ok(lib) => match library_swap_in(lib) {
-            Ok((s, wire, transactions)) => (Side(Ok(s)), wire, transactions),
-            Err(e) => (Side(Err(e)), 0, 0),
+            Ok((s, wire, transactions)) => (Fig(Ok(s)), wire, transactions),
+            Err(e) => (Fig(Err(e)), 0, 0),
         },
-        Err(e) => (Side(Err((*e).into())), 0, 0),
+        Err(e) => (Fig(Err((*e).into())), 0, 0),
     };
     println!(
         "{WHAT}: service {service}, library {library} instructions ({SWAP_INS} each; for the last the service read {read} FRAM bytes, the library's driver put {wire} bytes on the wire in {transactions} transactions)"
