@@ -24,9 +24,11 @@ impl Range {
 pub struct MemoryMap {
     /// The kernel image, its stack and its heap (the link script's RAM).
     pub kernel: Range,
-    /// Tasks' code and read-only data, at the addresses instructions are fetched from.
+    /// Tasks' code (and their read-only data where `code_alias` is 0), at the
+    /// addresses instructions are fetched from.
     pub task_code: Range,
-    /// Tasks' data, bss and stacks: checkpointed.
+    /// Tasks' data, bss and stacks (and read-only data where `code_alias` is not 0):
+    /// checkpointed.
     pub task_ram: Range,
     /// RAM no checkpoint copies, for `heap` memory objects (their owner persists them).
     pub heap_ram: Range,

@@ -173,10 +173,11 @@ class Machine:
                     raise Stop(f"kernel code: {bad[1]} (instruction {bad[2]:#x})", bad[0])
         self._checked_blocks = set()
         self.uc.hook_add(UC_HOOK_BLOCK, self._on_task_block, None, *TASK_CODE)
-        # Data loads through the instruction bus (the tasks' rodata is linked there):
-        # counted by size, since the chip may not serve them as the data bus does
-        # (esptool lists that range without BYTE_ACCESSIBLE; docs/esp32c3.md).
-        self.ibus_loads = {1: 0, 2: 0, 4: 0}
+        # Data loads through the instruction bus: the chip serves only aligned words
+        # there (esp-idf's "Memory Types": instruction memory "can only be read or
+        # written via 4-byte aligned words"; esptool lists the range without
+        # BYTE_ACCESSIBLE), so any other load stops the run; aligned words are counted.
+        self.ibus_word_loads = 0
         self.uc.hook_add(UC_HOOK_MEM_READ, self._on_ibus_load, None,
                          SRAM_DATA_BASE + IRAM_ALIAS, SRAM_DATA_BASE + IRAM_ALIAS + SRAM_BYTES - 1)
         self.uc.reg_write(R.UC_RISCV_REG_PC, entry)
@@ -237,7 +238,11 @@ class Machine:
         self.uc.emu_stop()
 
     def _on_ibus_load(self, uc, access, addr, size, value, _data):
-        self.ibus_loads[size] = self.ibus_loads.get(size, 0) + 1
+        if size != 4 or addr % 4:
+            self._fail(f"{size}-byte load at {addr:#010x} through the instruction bus, "
+                       f"which serves only aligned words")
+        else:
+            self.ibus_word_loads += 1
 
     def _on_unmapped(self, uc, access, addr, size, value, _data):
         kind = {19: "read", 20: "write", 21: "fetch"}.get(access, f"access {access}")

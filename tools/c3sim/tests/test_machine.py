@@ -36,6 +36,10 @@ def lw(rd, rs1, imm=0):
     return imm << 20 | rs1 << 15 | 2 << 12 | rd << 7 | 0x03
 
 
+def lb(rd, rs1, imm=0):
+    return imm << 20 | rs1 << 15 | rd << 7 | 0x03
+
+
 def csrw(csr, rs1):
     return csr << 20 | rs1 << 15 | 1 << 12 | 0x73
 
@@ -97,6 +101,16 @@ class MachineTest(unittest.TestCase):
         self.assertIsNotNone(stop)
         self.assertIn("0x60050000", str(stop))
         self.assertEqual(stop.pc, BASE + 8)
+
+    def test_only_aligned_words_load_through_the_instruction_bus(self):
+        m, stop = self.boot(li(A0, 0x4039_0000) + [lw(A1, A0), LOOP])
+        self.assertIsNone(stop)
+        self.assertEqual(m.ibus_word_loads, 1)
+        for load in (lb(A1, A0), lw(A1, A0, 2)):
+            m, stop = self.boot(li(A0, 0x4039_0000) + [load, LOOP])
+            self.assertIsNotNone(stop)
+            self.assertIn("through the instruction bus", str(stop))
+            self.assertEqual(stop.pc, BASE + 8)
 
 
 if __name__ == "__main__":
