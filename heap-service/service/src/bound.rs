@@ -77,8 +77,8 @@ impl InstrModel {
     /// | a pending 256-byte entry under a 256-byte read | +1,525 | | 5.4 per ring byte (280) | 7 / ring byte / access |
     ///
     /// The apply figures were measured the same way around the driver's `apply` (app
-    /// `heapworst`, 5 to 322 entries of 1 to 256 data bytes, 1,048 to 13,184 data
-    /// bytes, in 211,662 to 2,827,963 instructions): 2,131 per entry and 189 per data
+    /// `heapworst`, 5 to 322 entries of 1 to 256 data bytes, 1,048 to 16,161 data
+    /// bytes, in 211,662 to 3,321,381 instructions): 2,131 per entry and 189 per data
     /// byte fit them to 1.5 % (a header is read and checked, the data read, checked and
     /// put on the wire); the model takes 2,700 and 240. The heap's own work uses the
     /// vNV-Heap's ESP32-C3 cycle
@@ -551,6 +551,7 @@ mod tests {
             assert!(cost(entries, data) + m.apply_entry <= apply_instructions(ring, &m))
         };
         at(322, 8048, 16_520);
+        at(110, 16_161, 18_804);
         at(5, 1048, 1168);
         assert!(
             apply_instructions(24 * 1024, &m) < 24 * 1024 * m.apply_byte,
