@@ -157,6 +157,28 @@ mod tests {
     }
 
     #[test]
+    fn on_the_spi_bus_the_service_declares_its_dearer_driver_calls() {
+        // `heapsvc` on QEMU with `--nvm-bus spi` (app `heap`) prints "persist phase
+        // bounds: 29625154 instructions serving clients, 29716960 after a restore".
+        let spi = declared(
+            DEFAULT_MAX_DIRTY,
+            DEFAULT_CLIENTS,
+            &InstrModel::QEMU_SPIDRV_ON_BUS,
+        );
+        let mmio = declared(DEFAULT_MAX_DIRTY, DEFAULT_CLIENTS, &InstrModel::QEMU_SPIDRV);
+        let (spi, mmio) = (spi.unwrap(), mmio.unwrap());
+        assert_eq!(
+            (spi.reserve, spi.pending_cap),
+            (mmio.reserve, mmio.pending_cap)
+        );
+        assert_eq!(
+            (spi.phase.serving, spi.phase.restore),
+            (29_625_154, 29_716_960)
+        );
+        assert!(spi.phase.serving > 2 * mmio.phase.serving);
+    }
+
+    #[test]
     fn the_largest_object_fits_a_write_pin_under_the_limit() {
         assert_eq!(max_object(1024), 1024 - Config::DIRTY_OVERHEAD);
         assert_eq!(max_object(4096), 1024);
