@@ -9,8 +9,8 @@
 //! phases of several consecutive checkpoints, of both kinds, and into the phase right
 //! after a restore. Each measured cost must stay within its bound: the service's
 //! declared persist-phase bound, the kernel's checkpoint bound, and their sum; the
-//! ratios are printed and recorded (README, "Heap service", says why the persist
-//! phase's stays above 2).
+//! ratios are printed and recorded (README, "Heap service", says why those of the
+//! persist phases stay above 2).
 
 use amber_qemu::Machine;
 use amber_tests::{app_machine, number_after, record, Qemu};
@@ -108,6 +108,39 @@ fn check(kind: &str, m: &Measured) {
     );
 }
 
+/// Halts the machine at checkpoint `last`, then boots it again with the power failure
+/// injected into the next checkpoint, which the restore's phase takes: what that phase
+/// took and the bound it declared.
+fn restore_phase(last: u64, bounds: &mut (u64, u64)) -> (u64, u64) {
+    let first = machine(&format!("amber.pfi={last}"));
+    let (_, _) = power_failure(&first, last, bounds);
+    let again = first.clone().bootargs(&format!("amber.pfi={}", last + 1));
+    let mut q = Qemu::boot(&again);
+    let injected = q.expect_within(
+        "power failure injected (amber.pfi) as checkpoint ",
+        RUN_TIMEOUT,
+    );
+    assert!(
+        injected.ends_with("(restore)"),
+        "{injected}\n{}",
+        q.transcript()
+    );
+    let persisted = q.expect("power failure: persist callbacks took ");
+    let restore = number_after(&persisted, "took ").expect("instructions");
+    let declared = number_after(&persisted, "declared bound ").expect("a bound");
+    assert_eq!(
+        declared, bounds.1,
+        "the restore phase declares the restore bound"
+    );
+    assert!(
+        restore <= declared,
+        "the restore phase took {restore}, above {declared}"
+    );
+    q.expect("power failure: checkpoint");
+    assert_eq!(q.exit_code(), 0);
+    (restore, declared)
+}
+
 fn ratio(bound: u64, measured: u64) -> f64 {
     bound as f64 / measured.max(1) as f64
 }
@@ -140,39 +173,22 @@ fn the_forced_worst_case_stays_within_every_declared_bound() {
         kinds.iter().any(|k| k == "requested"),
         "no requested phase among {kinds:?}"
     );
-    // The phase right after a restore: halt at checkpoint 25, then inject into the
-    // next one, which the restore's phase takes.
-    let last = *VERSIONS.end();
-    let first = machine(&format!("amber.pfi={last}"));
-    let (_, _) = power_failure(&first, last, &mut bounds);
-    let again = first.clone().bootargs(&format!("amber.pfi={}", last + 1));
-    let mut q = Qemu::boot(&again);
-    let injected = q.expect_within(
-        "power failure injected (amber.pfi) as checkpoint ",
-        RUN_TIMEOUT,
-    );
-    assert!(
-        injected.ends_with("(restore)"),
-        "{injected}\n{}",
-        q.transcript()
-    );
-    let persisted = q.expect("power failure: persist callbacks took ");
-    let restore = number_after(&persisted, "took ").expect("instructions");
-    let declared = number_after(&persisted, "declared bound ").expect("a bound");
-    assert_eq!(
-        declared, bounds.1,
-        "the restore phase declares the restore bound"
-    );
-    assert!(
-        restore <= declared,
-        "the restore phase took {restore}, above {declared}"
-    );
-    q.expect("power failure: checkpoint");
-    assert_eq!(q.exit_code(), 0);
+    // The phase right after a restore: halt at checkpoint V, then inject into the
+    // next one, which the restore's phase takes; for the last two versions (one of
+    // them a checkpoint the service asked for, which leaves the driver a whole epoch
+    // of ring to replay in the restore's phase).
+    let (mut restore, mut declared) = (0, 0);
+    for last in VERSIONS.end() - 1..=*VERSIONS.end() {
+        let (took, bound) = restore_phase(last, &mut bounds);
+        eprintln!("restore after checkpoint {last}: {took} of {bound}");
+        if took >= restore {
+            (restore, declared) = (took, bound);
+        }
+    }
 
     let summary = format!(
         "heap bounds against the forced worst case (QEMU, -icount, {} power failures): persist phase {} of {} declared ({:.2}x), checkpoint {} of {} ({:.2}x), both {} of {} ({:.2}x); restore phase {restore} of {declared} ({:.2}x)",
-        kinds.len() + 1,
+        kinds.len() + 2,
         worst.phase,
         worst.declared,
         ratio(worst.declared, worst.phase),

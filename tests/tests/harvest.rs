@@ -5,7 +5,9 @@
 //! resumes the checkpoint the power failure committed, and the app's work never goes
 //! back (the harness fails the run otherwise, and on any VIOLATION line the apps
 //! print). With a capacitor too small for the persist phase and checkpoint (a
-//! fourteenth: the bound is loose, a seventh still completes them), the energy cut
+//! fourteenth: the heap app's own phases are far below the worst case the bound
+//! covers, and half the sized capacitor, even a seventh, still completes nearly all of
+//! them: README, "Energy harvesting"), the energy cut
 //! (`amber.energy`) stops each one before it commits, and every next boot comes back
 //! to a checkpoint at least as new as the one before.
 //!
@@ -92,8 +94,8 @@ fn two_hundred_power_failures_on_the_sized_capacitor_lose_nothing_and_a_small_on
     let (needs_b, host_b) = other.join().expect("the second run");
     assert_eq!(needs, needs_b);
 
-    // A fourteenth of it (energy for about 1 M instructions at the warning, which
-    // comes about 2.5 M instructions after boot, inside the phase after the restore):
+    // A fourteenth of it (energy for about 0.75 M instructions at the warning, which
+    // comes about 1.8 M instructions after boot, inside the phase after the restore):
     // less than that phase and the checkpoint take.
     let small = (needs / 14).to_string();
     let cut = harvest(&["--cycles", "4", "--cap", &small, "--name", "heap-rf-small"]);

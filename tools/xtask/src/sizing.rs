@@ -129,24 +129,24 @@ mod tests {
 
     #[test]
     fn the_heap_apps_bound_is_the_one_its_guest_prints() {
-        // QEMU prints "power failure: persist and checkpoint bound 14818034
-        // instructions (persist 13252458 declared + checkpoint 1565576)".
+        // QEMU prints "power failure: persist and checkpoint bound 10614106
+        // instructions (persist 9048530 declared + checkpoint 1565576)".
         let Sizing::Bounded(b) = power_failure_bound(&app("heap")).unwrap() else {
             panic!("the heap app declares its bound")
         };
         assert_eq!(
             (b.serving, b.checkpoint, b.total()),
-            (13_252_458, 1_565_576, 14_818_034)
+            (9_048_530, 1_565_576, 10_614_106)
         );
-        assert_eq!(b.restore, 20_609_624);
+        assert_eq!(b.restore, 12_734_144);
         let lines = describe(&app("heap")).unwrap();
-        assert!(lines[1].contains("needs >= 20950 µF"), "{lines:?}");
-        // One client, a 7,411-byte limit: QEMU prints "(persist 11930872 declared +
-        // checkpoint 1696648)".
+        assert!(lines[1].contains("needs >= 15007 µF"), "{lines:?}");
+        // One client, a 7,411-byte limit: QEMU prints "persist phase bounds: 8355196
+        // instructions serving clients".
         let Sizing::Bounded(b) = power_failure_bound(&app("heapbench-nolimit")).unwrap() else {
             panic!("heapbench-nolimit declares its bound")
         };
-        assert_eq!((b.serving, b.checkpoint), (11_930_872, 1_696_648));
+        assert_eq!((b.serving, b.checkpoint), (8_355_196, 1_696_648));
     }
 
     #[test]

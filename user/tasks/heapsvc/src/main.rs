@@ -55,8 +55,8 @@ use amber_heap_service::{
 use amber_spi_api::{ring_bytes, Client, SpiError};
 use amber_user::abi::NO_SLOT;
 use amber_user::{
-    build_setting, checkpoint, counters_exact, exit, instret, memory, persist_done, println, recv,
-    reply, signalled, watch_restores, Error, IpcDesc, Memory, WatchFlags,
+    build_setting, checkpoint, counters_exact, exit, instret, memory, nvm_on_bus, persist_done,
+    println, recv, reply, signalled, watch_restores, Error, IpcDesc, Memory, WatchFlags,
 };
 use core::cell::Cell;
 use vnv_heap::Config;
@@ -199,7 +199,8 @@ struct Heapsvc<'s> {
 }
 
 fn main() {
-    let model = InstrModel::QEMU_SPIDRV;
+    // The driver's calls cost more where every ring byte crosses the kernel's SPI bus.
+    let model = InstrModel::for_bus(nvm_on_bus());
     let d = match declared(MAX_DIRTY, CLIENTS as u32, &model) {
         Ok(d) => d,
         Err(largest) => {
@@ -511,7 +512,7 @@ impl Heapsvc<'_> {
 
 /// Measures single driver calls with `instret` (the cheapest of four of each, so a
 /// timer tick does not count) and prints them where `instret` is exact: the figures behind
-/// `InstrModel::QEMU_SPIDRV`. Reads come first, with the ring empty; writes go to a
+/// `InstrModel::QEMU_SPIDRV` (and `QEMU_SPIDRV_ON_BUS` on the SPI bus). Reads come first, with the ring empty; writes go to a
 /// probe range past the heap; last, what each pending entry adds to a read (the
 /// driver lays every pending entry over what it reads): 20 one-byte entries elsewhere,
 /// 20 one-byte entries over an 8-byte read, 20 256-byte entries over a 256-byte read.

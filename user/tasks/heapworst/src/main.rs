@@ -8,26 +8,30 @@
 //! part of `heap-caches`, as the app grants it) it maps, and its part:
 //!
 //! - Client 0, the requester, asks back to back for the most expensive request: its
-//!   heap holds `REQ_SMALL` one-byte objects, one medium object filling the rest of the
-//!   1 KiB dirty limit, and `BIG` objects of the largest size the service takes
-//!   (`BIG_BYTES`), more than the 8 KiB arena holds. Each round it makes the small and
-//!   medium objects dirty (the whole limit), then asks for a write pin of the next big
-//!   object, which is not cached: the service writes every dirty object back to make
-//!   dirty room, evicts to make cache room, and reads the big object's bytes with the
-//!   ring entries its write-backs left pending laid over them. Before each request,
-//!   if a checkpoint has committed since its last one (commit watch, notification in
-//!   slot 3), it asks for a checkpoint itself first: the driver applies what a
-//!   checkpoint committed at its first call after it, so that checkpoint's persist
-//!   phase begins with the apply of the whole ring the last epoch wrote (the service
-//!   asks for a checkpoint when that reaches its pending cap).
-//! - Client 1, the persister, keeps its heap at the persist the bound counts: every
-//!   other round it creates `PER_SMALL` one-byte objects (a new object costs a persist
-//!   two storage writes, its entry half and its byte, for 17 bytes of the limit) and
-//!   makes its medium object dirty, so that the limit is full with as many objects as
-//!   the service's 48 ids hold; the round after, it frees them (a freed id is taken
-//!   again only after the persist that writes its dead half: an id not back yet is
-//!   skipped). After each round it sleeps to the next timer tick (its timer, slot 2, notification, slot 3): the
-//!   periodic checkpoints come at ticks, so each finds the round done.
+//!   heap holds one medium object as large as the dirty limit allows (`BIG_BYTES`,
+//!   the whole 1 KiB limit with its overhead) and `BIG` objects of that size, more than
+//!   the 8 KiB arena holds. Each round it makes the medium object dirty, then asks for
+//!   a write pin of the next big object, which is not cached: the service writes the
+//!   dirty object back to make dirty room (four 256-byte pieces: the entries that cost
+//!   the driver's apply the most per ring byte), evicts to make cache room, and reads
+//!   the big object's bytes with the ring entries its write-backs left pending laid
+//!   over them. Before each request, if a checkpoint has committed since its last one
+//!   (commit watch, notification in slot 3), it sleeps two ticks (its timer, slot 2)
+//!   and then asks for a checkpoint itself: the driver applies what a checkpoint
+//!   committed at its first call after it, and nobody calls it meanwhile, so that
+//!   checkpoint's persist phase begins with the apply of the whole ring the last epoch
+//!   wrote (the service asks for a checkpoint when that reaches its pending cap), and
+//!   the persister's round after the commit is in its persist.
+//! - Client 1, the persister, keeps its heap at the persist the bound counts: after
+//!   every other commit it creates `PER_SMALL` one-byte objects (a new object costs a
+//!   persist two storage writes, its entry half and its byte, for 17 bytes of the
+//!   limit) and makes its medium object dirty, so that the limit is full with as many
+//!   objects as the service's 48 ids hold; after the commits between, it frees them
+//!   (a freed id is taken again only after the persist that writes its dead half: an
+//!   id not back yet is skipped). It runs at a higher priority than the requester, so
+//!   each round follows its commit at once; it waits out the first commit, so that
+//!   its creating rounds follow the commits the service asked for, and the persist
+//!   phases the requester asks for (those with the apply) find its new objects.
 //!
 //! Both write into every 256th byte of `PAGES` (most of their RAM) every round, so
 //! that the checkpoint copies as much of their memory as it can. They print
@@ -54,12 +58,9 @@ const LIMIT: usize = 1024;
 const OVERHEAD: usize = 16;
 /// The largest object the service takes at that limit (`heapsvc`'s `MAX_OBJECT`).
 const BIG_BYTES: usize = LIMIT - OVERHEAD;
-/// The requester's big objects: with the others more than the arena holds (8 x 126
-/// units of 8 bytes, the small and medium objects 39 + 44, in 1,024), so the next one
-/// is never cached.
+/// The requester's big objects: with its medium one more than the arena holds (9 x 126
+/// units of 8 bytes in 1,024), so the next one is never cached.
 const BIG: usize = 8;
-/// The requester's one-byte objects: the ids its big and medium objects leave.
-const REQ_SMALL: usize = IDS - 1 - BIG;
 /// The persister's one-byte objects: the ids its medium object leaves.
 const PER_SMALL: usize = IDS - 1;
 /// Bytes of RAM written every round, one store per 256 bytes: the task's RAM less its
@@ -68,8 +69,9 @@ const TOUCH: usize = 5 * 1024;
 const REPORT: u32 = 16;
 const TIMER: u32 = 2;
 const NOTIFICATION: u32 = 3;
-/// The requester's commit bit on its notification.
+/// The requester's commit bit on its notification, and its timer's.
 const COMMITTED: u32 = 1;
+const TICK: u32 = 2;
 
 /// The requester's commit watch (the watched value is not used).
 static mut WATCH: [u64; 2] = [0; 2];
@@ -87,7 +89,13 @@ fn ok<T>(r: Result<T, HeapError>, what: &str) -> T {
 /// first asks for a checkpoint if one committed since its last request.
 fn touch<const N: usize>(heap: &Heap, h: &mut Handle<[u8; N]>, round: u32) {
     if CLIENT == 0 && signalled(NOTIFICATION, COMMITTED) {
-        if let Err(e) = checkpoint() {
+        // Two ticks first, so that the persister's next round (at the first) is in the
+        // dirty set this checkpoint's persist writes; nothing calls the driver
+        // meanwhile (the persister's objects fit its cache), so the apply still waits.
+        if let Err(e) = timer_set(TIMER, NOTIFICATION, TICK, now() + 2)
+            .and_then(|()| while_not(TICK))
+            .and_then(|()| checkpoint())
+        {
             println!("worst: checkpoint failed: {e}");
             exit(1);
         }
@@ -97,6 +105,13 @@ fn touch<const N: usize>(heap: &Heap, h: &mut Handle<[u8; N]>, round: u32) {
     let mut g = ok(heap.get_mut(h), "pinning an object");
     g[round as usize % N] ^= 1;
     ok(g.release(), "releasing an object");
+}
+
+/// Waits until the notification brings `bit` (a commit it brings meanwhile is dropped:
+/// the checkpoint that follows covers it).
+fn while_not(bit: u32) -> Result<(), amber_user::Error> {
+    while wait(NOTIFICATION)? & bit == 0 {}
+    Ok(())
 }
 
 /// Ends a round: writes into the task's RAM, counts and reports the round.
@@ -112,7 +127,8 @@ fn round_done(round: &mut u32) {
     }
 }
 
-fn requester(heap: &Heap) -> ! {
+/// Has every commit signal `COMMITTED` on the notification.
+fn watch_commits() {
     // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
     // stopped, and this task never reads it.
     let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
@@ -126,17 +142,16 @@ fn requester(heap: &Heap) -> ! {
         println!("worst: commit watch failed: {e}");
         exit(1);
     }
-    let mut small: [Handle<[u8; 1]>; REQ_SMALL] =
-        core::array::from_fn(|i| ok(heap.alloc([i as u8]), "allocating a small object"));
-    let mut medium: Handle<[u8; LIMIT - REQ_SMALL * (1 + OVERHEAD) - OVERHEAD]> =
+}
+
+fn requester(heap: &Heap) -> ! {
+    watch_commits();
+    let mut medium: Handle<[u8; BIG_BYTES]> =
         ok(heap.alloc([0; _]), "allocating the medium object");
     let mut big: [Handle<[u8; BIG_BYTES]>; BIG] =
         core::array::from_fn(|i| ok(heap.alloc([i as u8; BIG_BYTES]), "allocating a big object"));
     let mut round = 0;
     loop {
-        for h in &mut small {
-            touch(heap, h, round);
-        }
         touch(heap, &mut medium, round);
         touch(heap, &mut big[round as usize % BIG], round);
         round_done(&mut round);
@@ -144,10 +159,16 @@ fn requester(heap: &Heap) -> ! {
 }
 
 fn persister(heap: &Heap) -> ! {
+    watch_commits();
     let mut small: [Option<Handle<u8>>; PER_SMALL] = [const { None }; PER_SMALL];
     let mut medium: Handle<[u8; LIMIT - PER_SMALL * (1 + OVERHEAD) - OVERHEAD]> =
         ok(heap.alloc([0; _]), "allocating the medium object");
     let mut round = 0;
+    // See the file doc: creating rounds after the service's checkpoints.
+    if let Err(e) = while_not(COMMITTED) {
+        println!("worst: waiting for a commit failed: {e}");
+        exit(1);
+    }
     loop {
         for s in &mut small {
             match s.take() {
@@ -160,10 +181,8 @@ fn persister(heap: &Heap) -> ! {
             }
         }
         touch(heap, &mut medium, round);
-        if let Err(e) =
-            timer_set(TIMER, NOTIFICATION, 1, now() + 1).and_then(|()| wait(NOTIFICATION))
-        {
-            println!("worst: sleeping failed: {e}");
+        if let Err(e) = while_not(COMMITTED) {
+            println!("worst: waiting for a commit failed: {e}");
             exit(1);
         }
         round_done(&mut round);
