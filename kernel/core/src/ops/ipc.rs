@@ -153,10 +153,7 @@ impl Kernel {
         };
         let n = sp.len.min(rp.len).min(MAX_MSG_BYTES);
         if n > 0 {
-            let mut buf = [0u8; MAX_MSG_BYTES as usize];
-            let part = &mut buf[..n as usize];
-            mem.read(sp.ptr, part);
-            mem.write(rp.ptr, part);
+            mem.copy(sp.ptr, rp.ptr, n);
         }
         if let Some((from, cap, dst)) = transfer {
             self.install(
