@@ -2,6 +2,8 @@
 //! devices the kernel itself drives. The core must validate every user address against
 //! the task's regions BEFORE it calls [`UserMemory`]; the core must never pass an
 //! unchecked user address through these doors (implementations do not check).
+//! The core takes both as `dyn`, never as generics, so that its syscall paths are
+//! compiled here (for speed) rather than in the crate that names the types.
 
 use crate::abi::MAX_MSG_BYTES;
 
