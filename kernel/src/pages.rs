@@ -51,15 +51,24 @@ impl Pages {
     }
 
     /// The pages `[addr, addr + len)` touches (empty mask when it misses the region).
+    /// Computed from the first and last page it covers (no loop: the IPC copy path
+    /// calls this for every buffer it writes).
     pub fn touched(&self, addr: u32, len: u32) -> PageMask {
-        let start = addr as u64;
-        let end = start + len.max(1) as u64;
-        (0..PAGES)
-            .filter(|&p| {
-                let (b, l) = self.page(p);
-                l > 0 && start < b as u64 + l as u64 && end > b as u64
-            })
-            .fold(0, |m, p| m | 1 << p)
+        let (base, top) = (
+            u64::from(self.base),
+            u64::from(self.base) + u64::from(self.len),
+        );
+        let start = u64::from(addr).max(base);
+        let end = (u64::from(addr) + u64::from(len.max(1))).min(top);
+        if start >= end || self.page_len == 0 {
+            return 0;
+        }
+        // Both offsets lie inside the region, so they fit in u32, and the last page
+        // index is below PAGES (page_len * PAGES >= len).
+        let first = (start - base) as u32 / self.page_len;
+        let last = (end - 1 - base) as u32 / self.page_len;
+        let low_bits = |n: u32| (1u32 << n) - 1;
+        (low_bits(last + 1) & !low_bits(first)) as PageMask
     }
 
     /// Whether `addr` lies in the region.
@@ -114,5 +123,24 @@ mod tests {
         let pages = Pages::new(0x1000, 8);
         assert_eq!(pages.present(), 0b0011);
         assert_eq!(pages.touched(0x1000, 8), 0b0011);
+    }
+
+    #[test]
+    fn touched_is_the_set_of_pages_the_range_overlaps() {
+        for len in [4u32, 8, 12, 16, 100, 8192, 8196] {
+            let pages = Pages::new(0x1000, len);
+            for addr in (0x0FF0..0x1000 + len + 16).step_by(3) {
+                for n in [0u32, 1, 4, 7, 64, 300, 9000] {
+                    let (start, end) = (u64::from(addr), u64::from(addr) + u64::from(n.max(1)));
+                    let expected = (0..PAGES)
+                        .filter(|&p| {
+                            let (b, l) = pages.page(p);
+                            l > 0 && start < u64::from(b) + u64::from(l) && end > u64::from(b)
+                        })
+                        .fold(0, |m, p| m | 1 << p);
+                    assert_eq!(pages.touched(addr, n), expected, "{len} {addr:#x} {n}");
+                }
+            }
+        }
     }
 }

@@ -2,6 +2,10 @@
 //! devices the kernel itself drives. The core must validate every user address against
 //! the task's regions BEFORE it calls [`UserMemory`]; the core must never pass an
 //! unchecked user address through these doors (implementations do not check).
+//! The core takes both as `dyn`, never as generics, so that its syscall paths are
+//! compiled here (for speed) rather than in the crate that names the types.
+
+use crate::abi::MAX_MSG_BYTES;
 
 /// Raw access to the physical address space tasks live in (there is no MMU).
 pub trait UserMemory {
@@ -9,6 +13,17 @@ pub trait UserMemory {
     fn read(&mut self, addr: u32, buf: &mut [u8]);
     /// Writes `data` at `addr`. Only called for validated ranges.
     fn write(&mut self, addr: u32, data: &[u8]);
+    /// Copies `len` (at most [`MAX_MSG_BYTES`]) bytes from `from` to `to`, as if read
+    /// whole and then written (the ranges may overlap). Only called for validated
+    /// ranges. A memory that can copy in place overrides this staged copy.
+    fn copy(&mut self, from: u32, to: u32, len: u32) {
+        let mut buf = [0u8; MAX_MSG_BYTES as usize];
+        let Some(part) = buf.get_mut(..len as usize) else {
+            return;
+        };
+        self.read(from, part);
+        self.write(to, part);
+    }
 }
 
 /// The machine services the kernel state machine needs.

@@ -25,6 +25,24 @@ pub(super) struct TaskMemory<'a> {
     pub(super) dirty: Option<&'a mut [PageMask; MAX_TASKS]>,
 }
 
+impl TaskMemory<'_> {
+    /// Marks the pages of the task whose RAM holds `addr` that `[addr, addr + len)`
+    /// touches dirty (nothing before the checkpoint writer is set up).
+    fn mark(&mut self, addr: u32, len: u32) {
+        let Some(dirty) = self.dirty.as_deref_mut() else {
+            return;
+        };
+        let owner = TASKS
+            .iter()
+            .position(|t| addr.wrapping_sub(t.ram.0) < t.ram.1);
+        if let (Some(i), Some(task)) = (owner, owner.and_then(|i| TASKS.get(i))) {
+            if let Some(d) = dirty.get_mut(i) {
+                *d |= pages(task).touched(addr, len);
+            }
+        }
+    }
+}
+
 impl UserMemory for TaskMemory<'_> {
     fn read(&mut self, addr: u32, buf: &mut [u8]) {
         // SAFETY: the core checked `[addr, addr + len)` lies in a region the task may
@@ -33,16 +51,17 @@ impl UserMemory for TaskMemory<'_> {
     }
 
     fn write(&mut self, addr: u32, data: &[u8]) {
-        let owner = TASKS
-            .iter()
-            .map(pages)
-            .enumerate()
-            .find(|(_, p)| p.contains(addr));
-        if let (Some(dirty), Some((t, pages))) = (self.dirty.as_deref_mut(), owner) {
-            dirty[t] |= pages.touched(addr, data.len() as u32);
-        }
+        self.mark(addr, data.len() as u32);
         // SAFETY: as in `read`, for a region the task may write.
         unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) }
+    }
+
+    fn copy(&mut self, from: u32, to: u32, len: u32) {
+        self.mark(to, len);
+        // SAFETY: the core checked that the sender may read `[from, from + len)` and the
+        // receiver may write `[to, to + len)`, both RAM outside the kernel image; the
+        // two may overlap (a shared memory object), which `copy` allows.
+        unsafe { core::ptr::copy(from as *const u8, to as *mut u8, len as usize) }
     }
 }
 

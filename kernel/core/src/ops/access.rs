@@ -70,10 +70,17 @@ impl Kernel {
         if ptr.checked_add(len - 1).is_none() {
             return Err(Error::BadPointer);
         }
-        let ok = self
-            .regions(t)
-            .any(|r| r.kind != MemKind::Device && r.rights.contains(need) && r.contains(ptr, len));
-        if ok {
+        let fits = |r: &RegionSpec| {
+            r.kind != MemKind::Device && r.rights.contains(need) && r.contains(ptr, len)
+        };
+        // The group's own regions come first in `regions` (and never exceed its cap):
+        // a buffer in the task's own RAM, the common case, is found without walking
+        // the capability slots.
+        let own = self.group(self.thread(t).group).map(|g| &g.regions);
+        if own.is_some_and(|own| own.iter().flatten().any(fits)) {
+            return Ok(());
+        }
+        if self.regions(t).any(|r| fits(&r)) {
             Ok(())
         } else {
             Err(Error::BadPointer)

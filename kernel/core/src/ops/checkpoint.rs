@@ -45,8 +45,8 @@ impl Kernel {
     pub fn checkpoint_event(
         &mut self,
         event: CheckpointEvent,
-        mem: &mut impl UserMemory,
-        plat: &impl Platform,
+        mem: &mut dyn UserMemory,
+        plat: &dyn Platform,
     ) -> Step {
         // The common case, after every syscall: nothing asked, no phase; it costs the
         // syscall path a test and a branch.
@@ -60,8 +60,8 @@ impl Kernel {
     fn cycle_event(
         &mut self,
         event: CheckpointEvent,
-        mem: &mut impl UserMemory,
-        plat: &impl Platform,
+        mem: &mut dyn UserMemory,
+        plat: &dyn Platform,
     ) -> Step {
         let step = match event {
             CheckpointEvent::Booted => {
@@ -91,7 +91,7 @@ impl Kernel {
         &mut self,
         attempt: Attempt,
         committed: Option<u64>,
-        mem: &mut impl UserMemory,
+        mem: &mut dyn UserMemory,
     ) -> Step {
         match committed {
             Some(version) => {
@@ -120,7 +120,7 @@ impl Kernel {
     /// A checkpoint for `cause` is due: a persist phase first when callbacks must
     /// persist, else the checkpoint now. Nothing while a phase runs: its checkpoint
     /// covers this one too. After a restore without callbacks nothing is due.
-    fn due(&mut self, cause: Cause, mem: &mut impl UserMemory, plat: &impl Platform) -> Step {
+    fn due(&mut self, cause: Cause, mem: &mut dyn UserMemory, plat: &dyn Platform) -> Step {
         if self.cycle.phase.active {
             return Step::Run;
         }
@@ -146,7 +146,7 @@ impl Kernel {
     /// The power-failure interrupt: the persist callbacks persist (the world stopped
     /// but for them and their servers), then the checkpoint is written and the
     /// machine halts.
-    fn power_failure(&mut self, mem: &mut impl UserMemory, plat: &impl Platform) -> Step {
+    fn power_failure(&mut self, mem: &mut dyn UserMemory, plat: &dyn Platform) -> Step {
         let now = plat.counter();
         if !self.booted {
             return Step::Halt(Halt {
@@ -174,7 +174,7 @@ impl Kernel {
     /// is done (before any other thread runs); the phase given up once it has run past
     /// its bound (no checkpoint, and the periodic interval starts again rather than
     /// stopping the world at once).
-    fn persist_progress(&mut self, mem: &mut impl UserMemory, plat: &impl Platform) -> Step {
+    fn persist_progress(&mut self, mem: &mut dyn UserMemory, plat: &dyn Platform) -> Step {
         let phase = self.cycle.phase;
         if !phase.active {
             return Step::Run;
@@ -208,7 +208,7 @@ impl Kernel {
         &mut self,
         cause: Cause,
         persisted: Option<PersistEnd>,
-        mem: &mut impl UserMemory,
+        mem: &mut dyn UserMemory,
     ) -> Step {
         self.snapshot_watches(mem);
         Step::Write(Attempt { cause, persisted })

@@ -56,7 +56,7 @@ impl Kernel {
     /// Reads the descriptor `a5` of thread `t` (0 = none), which `t` must hold `need`.
     fn read_desc(
         &self,
-        mem: &mut impl UserMemory,
+        mem: &mut dyn UserMemory,
         t: ThreadId,
         need: Rights,
     ) -> Result<Option<IpcDesc>, Error> {
@@ -71,7 +71,7 @@ impl Kernel {
     }
 
     /// Validates the message thread `t` sends (words a1..a4, descriptor a5).
-    fn send_part(&self, mem: &mut impl UserMemory, t: ThreadId) -> Result<SendPart, Error> {
+    fn send_part(&self, mem: &mut dyn UserMemory, t: ThreadId) -> Result<SendPart, Error> {
         let ctx = &self.thread(t).ctx;
         let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
         let Some(d) = self.read_desc(mem, t, Rights::READ)? else {
@@ -100,7 +100,7 @@ impl Kernel {
     }
 
     /// Validates where thread `t` receives (descriptor a5, read and written).
-    fn recv_part(&self, mem: &mut impl UserMemory, t: ThreadId) -> Result<RecvPart, Error> {
+    fn recv_part(&self, mem: &mut dyn UserMemory, t: ThreadId) -> Result<RecvPart, Error> {
         let Some(d) = self.read_desc(mem, t, Rights::READ | Rights::WRITE)? else {
             return Ok(RecvPart {
                 desc: 0,
@@ -127,7 +127,7 @@ impl Kernel {
     /// and the badge in a5 when `badge` is given).
     fn deliver(
         &mut self,
-        mem: &mut impl UserMemory,
+        mem: &mut dyn UserMemory,
         s: ThreadId,
         r: ThreadId,
         badge: Option<u32>,
@@ -153,10 +153,7 @@ impl Kernel {
         };
         let n = sp.len.min(rp.len).min(MAX_MSG_BYTES);
         if n > 0 {
-            let mut buf = [0u8; MAX_MSG_BYTES as usize];
-            let part = &mut buf[..n as usize];
-            mem.read(sp.ptr, part);
-            mem.write(rp.ptr, part);
+            mem.copy(sp.ptr, rp.ptr, n);
         }
         if let Some((from, cap, dst)) = transfer {
             self.install(
@@ -184,7 +181,7 @@ impl Kernel {
     /// receiver or blocks; `Call` then waits for the reply.
     pub(crate) fn sys_send(
         &mut self,
-        mem: &mut impl UserMemory,
+        mem: &mut dyn UserMemory,
         t: ThreadId,
         call: bool,
     ) -> Outcome {
@@ -237,7 +234,7 @@ impl Kernel {
     /// message or blocks. A reply this thread still owed is dropped (`PeerGone`). A
     /// persist callback asked to persist gets `Interrupted` and receives nothing (its
     /// owed reply stays owed).
-    pub(crate) fn sys_recv(&mut self, mem: &mut impl UserMemory, t: ThreadId) -> Outcome {
+    pub(crate) fn sys_recv(&mut self, mem: &mut dyn UserMemory, t: ThreadId) -> Outcome {
         if self.cycle.phase.asks(t) {
             return Outcome::err(Error::Interrupted);
         }
@@ -281,7 +278,7 @@ impl Kernel {
     /// `Reply`: answers the caller whose message this thread received last. If the
     /// caller's buffers turned invalid, the caller gets the error and the reply counts
     /// as given.
-    pub(crate) fn sys_reply(&mut self, mem: &mut impl UserMemory, t: ThreadId) -> Outcome {
+    pub(crate) fn sys_reply(&mut self, mem: &mut dyn UserMemory, t: ThreadId) -> Outcome {
         let Some(c) = self.thread(t).reply_to else {
             return Outcome::err(Error::WrongState);
         };
@@ -307,7 +304,7 @@ impl Kernel {
     /// server's side (its own message or descriptor is invalid), that error is
     /// returned, the caller keeps waiting and nothing is received; a caller whose
     /// buffers turned invalid gets the error, as with `Reply`, and the receive goes on.
-    pub(crate) fn sys_reply_recv(&mut self, mem: &mut impl UserMemory, t: ThreadId) -> Outcome {
+    pub(crate) fn sys_reply_recv(&mut self, mem: &mut dyn UserMemory, t: ThreadId) -> Outcome {
         if self.thread(t).reply_to.is_some() {
             if let Outcome::Done(Err(e)) = self.sys_reply(mem, t) {
                 return Outcome::err(e);

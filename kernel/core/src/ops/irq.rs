@@ -43,7 +43,7 @@ impl Kernel {
         &mut self,
         t: ThreadId,
         slot: u32,
-        plat: &mut impl Platform,
+        plat: &mut dyn Platform,
     ) -> Outcome {
         let obj = match self.lookup(t, slot, Some(ObjKind::IrqNotification), Rights::READ) {
             Ok((_, cap)) => cap.obj,
@@ -70,7 +70,7 @@ impl Kernel {
         &mut self,
         t: ThreadId,
         slot: u32,
-        plat: &mut impl Platform,
+        plat: &mut dyn Platform,
     ) -> Outcome {
         let obj = match self.lookup(t, slot, Some(ObjKind::IrqNotification), Rights::WRITE) {
             Ok((_, cap)) => cap.obj,

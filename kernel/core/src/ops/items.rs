@@ -83,7 +83,7 @@ impl Kernel {
     pub fn restore_into<'a>(
         &mut self,
         records: impl IntoIterator<Item = (u16, &'a [u8])>,
-        plat: &mut impl Platform,
+        plat: &mut dyn Platform,
     ) -> Result<(), RestoreError> {
         self.reset();
         if let Err(e) = self.load(records) {

@@ -78,7 +78,7 @@ impl Kernel {
 
     /// Timer interrupt: expires timers, then round robin (the running thread goes to
     /// the back of its priority).
-    pub fn tick(&mut self, plat: &mut impl Platform) {
+    pub fn tick(&mut self, plat: &mut dyn Platform) {
         self.expire_timers(plat.now_ticks());
         self.rotate();
     }

@@ -22,8 +22,8 @@ impl Kernel {
         t: ThreadId,
         write: bool,
         a: [u32; 6],
-        mem: &mut impl UserMemory,
-        plat: &mut impl Platform,
+        mem: &mut dyn UserMemory,
+        plat: &mut dyn Platform,
     ) -> Result<(), Error> {
         let [slot, offset, buf, len, ..] = a;
         let (on_grant, on_buf) = if write {

@@ -38,7 +38,7 @@ impl Kernel {
     /// a callback that asked for the checkpoint persists with the world stopped like
     /// the others, so nothing changes between its persist and the checkpoint. Only
     /// called without a phase in progress.
-    pub(crate) fn begin_persist(&mut self, cause: Cause, plat: &impl Platform) -> bool {
+    pub(crate) fn begin_persist(&mut self, cause: Cause, plat: &dyn Platform) -> bool {
         let in_request = self.in_request();
         let ids = self.thread_ids().collect_array();
         let mut waiting = 0;
@@ -74,7 +74,7 @@ impl Kernel {
 
     /// Once when the phase in progress has no callback left to wait for: the phase
     /// ends, and the checkpoint must be written now, before any thread runs.
-    pub(crate) fn take_persist_complete(&mut self, plat: &impl Platform) -> Option<PersistEnd> {
+    pub(crate) fn take_persist_complete(&mut self, plat: &dyn Platform) -> Option<PersistEnd> {
         let phase = self.cycle.phase;
         if !phase.active || self.still_waiting() != 0 {
             return None;

@@ -18,7 +18,7 @@ impl Kernel {
     /// Handles the `ecall` of the current thread (its registers already saved in its
     /// context): advances pc past the ecall, runs the call, and may block the caller
     /// and change [`Kernel::current`]. Does nothing when no thread is current.
-    pub fn syscall(&mut self, mem: &mut impl UserMemory, plat: &mut impl Platform) {
+    pub fn syscall(&mut self, mem: &mut dyn UserMemory, plat: &mut dyn Platform) {
         let Some(t) = self.current else { return };
         let ctx = &mut self.thread_mut(t).ctx;
         ctx.pc = ctx.pc.wrapping_add(4);
@@ -54,8 +54,8 @@ impl Kernel {
         t: ThreadId,
         s: Sysno,
         a: [u32; 6],
-        mem: &mut impl UserMemory,
-        plat: &mut impl Platform,
+        mem: &mut dyn UserMemory,
+        plat: &mut dyn Platform,
     ) -> Outcome {
         match s {
             Sysno::Null => Outcome::ok(),
@@ -122,8 +122,8 @@ impl Kernel {
         t: ThreadId,
         ptr: u32,
         len: u32,
-        mem: &mut impl UserMemory,
-        plat: &mut impl Platform,
+        mem: &mut dyn UserMemory,
+        plat: &mut dyn Platform,
     ) -> Outcome {
         if len > MAX_DEBUG_WRITE {
             return Outcome::err(Error::TooLong);

@@ -20,7 +20,7 @@ impl Kernel {
         &mut self,
         t: ThreadId,
         a: [u32; 6],
-        plat: &mut impl Platform,
+        plat: &mut dyn Platform,
     ) -> Outcome {
         let [timer_slot, notif_slot, bits, lo, hi, _] = a;
         let timer = match self.lookup(t, timer_slot, Some(ObjKind::Timer), Rights::WRITE) {

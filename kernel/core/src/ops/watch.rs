@@ -68,7 +68,7 @@ impl Kernel {
     /// u64 whose block the task still may read and write, and keeps it pending for
     /// [`Kernel::watches_committed`]. Replaces anything still pending. Changes no
     /// object (nothing becomes dirty).
-    pub(crate) fn snapshot_watches(&mut self, mem: &mut impl UserMemory) {
+    pub(crate) fn snapshot_watches(&mut self, mem: &mut dyn UserMemory) {
         self.cycle.pending = [None; MAX_OBJECTS];
         for t in self.thread_ids().collect_array().into_iter().flatten() {
             let Some(watch) = self.thread(t).watch else {
@@ -98,7 +98,7 @@ impl Kernel {
     /// pending. The notification and a woken thread change through the arena's guard,
     /// so the next checkpoint includes them; the written bytes are task memory (the
     /// arch's `UserMemory` tracks those).
-    pub(crate) fn watches_committed(&mut self, mem: &mut impl UserMemory) {
+    pub(crate) fn watches_committed(&mut self, mem: &mut dyn UserMemory) {
         let pending = core::mem::replace(&mut self.cycle.pending, [None; MAX_OBJECTS]);
         for (i, snap) in pending.iter().enumerate() {
             let (Some(snap), Some(id)) = (snap, ObjId::from_index(i)) else {
