@@ -34,11 +34,10 @@ impl TaskMemory<'_> {
         };
         let owner = TASKS
             .iter()
-            .position(|t| addr.wrapping_sub(t.ram.0) < t.ram.1);
-        if let (Some(i), Some(task)) = (owner, owner.and_then(|i| TASKS.get(i))) {
-            if let Some(d) = dirty.get_mut(i) {
-                *d |= pages(task).touched(addr, len);
-            }
+            .zip(dirty.iter_mut())
+            .find(|(t, _)| addr.wrapping_sub(t.ram.0) < t.ram.1);
+        if let Some((task, d)) = owner {
+            *d |= pages(task).touched(addr, len);
         }
     }
 }
