@@ -112,9 +112,9 @@ impl Source for Snapshot<'_> {
             f(ItemId(i), kind as u8, self.all || self.kernel.is_dirty(i));
         }
         for (t, task) in self.tasks.iter().enumerate() {
-            let pages = Pages::new(task.ram.0, task.ram.1);
+            let present = Pages::new(task.ram.0, task.ram.1).present();
             let dirty = self.mem_dirty.get(t).copied().unwrap_or(u8::MAX);
-            for p in (0..PAGES).filter(|&p| pages.present() & 1 << p != 0) {
+            for p in (0..PAGES).filter(|&p| present & 1 << p != 0) {
                 f(
                     memory_item(t, p),
                     MEMORY_KIND,
