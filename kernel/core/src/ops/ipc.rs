@@ -3,8 +3,10 @@
 //! four register words, a badge, an optional bounded copy of bytes and an optional
 //! capability transfer, and it is delivered whole or not at all. Both sides are
 //! re-validated at the moment of delivery (a MemObj cap may have been revoked while a
-//! partner waited). Wait queues are derived from thread states, oldest first. This file
-//! must never write to a task's memory before both sides validated.
+//! partner waited). Each side's descriptor is read and checked once per delivery: the
+//! caller's own at the syscall, a waiting partner's when the message reaches it. Wait
+//! queues are derived from thread states, oldest first. This file must never write to a
+//! task's memory before both sides validated.
 //!
 //! Invariants kept here:
 //! - A thread blocked in `Reply { server }` is the `reply_to` of `server`, and a
@@ -29,6 +31,7 @@ enum Party {
 }
 
 /// A sender's validated message.
+#[derive(Clone, Copy)]
 struct SendPart {
     words: [u32; 4],
     ptr: u32,
@@ -37,6 +40,7 @@ struct SendPart {
 }
 
 /// A receiver's validated buffers.
+#[derive(Clone, Copy)]
 struct RecvPart {
     desc: u32,
     ptr: u32,
@@ -53,35 +57,46 @@ fn message([w0, w1, w2, w3]: [u32; 4], badge: Option<u32>) -> Results {
 }
 
 impl Kernel {
-    /// Reads the descriptor `a5` of thread `t` (0 = none), which `t` must hold `need`.
+    /// Reads the descriptor at `ptr` (non-zero) of thread `t`, which `t` must hold `need`.
     fn read_desc(
         &self,
         mem: &mut dyn UserMemory,
         t: ThreadId,
+        ptr: u32,
         need: Rights,
-    ) -> Result<Option<IpcDesc>, Error> {
-        let ptr = self.thread(t).ctx.arg(5);
-        if ptr == 0 {
-            return Ok(None);
-        }
+    ) -> Result<IpcDesc, Error> {
         self.check_user(t, ptr, IPC_DESC_SIZE, need)?;
         let mut b = [0u8; IPC_DESC_SIZE as usize];
         mem.read(ptr, &mut b);
-        Ok(Some(IpcDesc::from_bytes(&b)))
+        Ok(IpcDesc::from_bytes(&b))
     }
 
-    /// Validates the message thread `t` sends (words a1..a4, descriptor a5).
+    /// Validates the message thread `t` sends (words a1..a4, descriptor a5). Inlined,
+    /// so that a register-only message (a5 = 0), the common case, costs no call.
+    #[inline(always)]
     fn send_part(&self, mem: &mut dyn UserMemory, t: ThreadId) -> Result<SendPart, Error> {
         let ctx = &self.thread(t).ctx;
         let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
-        let Some(d) = self.read_desc(mem, t, Rights::READ)? else {
-            return Ok(SendPart {
+        match ctx.arg(5) {
+            0 => Ok(SendPart {
                 words,
                 ptr: 0,
                 len: 0,
                 cap: None,
-            });
-        };
+            }),
+            desc => self.send_desc(mem, t, words, desc),
+        }
+    }
+
+    /// [`Kernel::send_part`] with the descriptor at `desc`.
+    fn send_desc(
+        &self,
+        mem: &mut dyn UserMemory,
+        t: ThreadId,
+        words: [u32; 4],
+        desc: u32,
+    ) -> Result<SendPart, Error> {
+        let d = self.read_desc(mem, t, desc, Rights::READ)?;
         if d.send_len > MAX_MSG_BYTES {
             return Err(Error::TooLong);
         }
@@ -99,16 +114,29 @@ impl Kernel {
         })
     }
 
-    /// Validates where thread `t` receives (descriptor a5, read and written).
+    /// Validates where thread `t` receives (descriptor a5, read and written). Inlined
+    /// as [`Kernel::send_part`] is.
+    #[inline(always)]
     fn recv_part(&self, mem: &mut dyn UserMemory, t: ThreadId) -> Result<RecvPart, Error> {
-        let Some(d) = self.read_desc(mem, t, Rights::READ | Rights::WRITE)? else {
-            return Ok(RecvPart {
+        match self.thread(t).ctx.arg(5) {
+            0 => Ok(RecvPart {
                 desc: 0,
                 ptr: 0,
                 len: 0,
                 slot: None,
-            });
-        };
+            }),
+            desc => self.recv_desc(mem, t, desc),
+        }
+    }
+
+    /// [`Kernel::recv_part`] with the descriptor at `desc`.
+    fn recv_desc(
+        &self,
+        mem: &mut dyn UserMemory,
+        t: ThreadId,
+        desc: u32,
+    ) -> Result<RecvPart, Error> {
+        let d = self.read_desc(mem, t, desc, Rights::READ | Rights::WRITE)?;
         self.check_user(t, d.recv_ptr, d.recv_len, Rights::WRITE)?;
         let slot = if d.recv_slot == NO_SLOT {
             None
@@ -116,31 +144,25 @@ impl Kernel {
             Some(self.empty_slot(t, d.recv_slot)?)
         };
         Ok(RecvPart {
-            desc: self.thread(t).ctx.arg(5),
+            desc,
             ptr: d.recv_ptr,
             len: d.recv_len,
             slot,
         })
     }
 
-    /// Delivers `s`'s message to `r`, or nothing. Returns the receiver's results (words,
-    /// and the badge in a5 when `badge` is given).
+    /// Delivers the validated message `sp` into the validated buffers `rp` of thread
+    /// `r`, or nothing. Returns the receiver's results (words, and the badge in a5 when
+    /// `badge` is given). Inlined into its three callers, so that the parts stay in
+    /// registers.
+    #[inline(always)]
     fn deliver(
         &mut self,
         mem: &mut dyn UserMemory,
-        s: ThreadId,
-        r: ThreadId,
+        sp: SendPart,
+        rp: RecvPart,
         badge: Option<u32>,
     ) -> Result<Results, Party> {
-        // A register-only message (no descriptor on either side), the common case:
-        // no memory to validate or copy, no capability to move.
-        let sc = &self.thread(s).ctx;
-        if sc.arg(5) == 0 && self.thread(r).ctx.arg(5) == 0 {
-            let words = [sc.arg(1), sc.arg(2), sc.arg(3), sc.arg(4)];
-            return Ok(message(words, badge));
-        }
-        let sp = self.send_part(mem, s).map_err(Party::Sender)?;
-        let rp = self.recv_part(mem, r).map_err(Party::Receiver)?;
         let transfer = match (sp.cap, rp.slot) {
             (None, _) => None,
             (Some(_), None) => return Err(Party::Sender(Error::NoReceiveSlot)),
@@ -190,15 +212,15 @@ impl Kernel {
             Ok((_, cap)) => cap,
             Err(e) => return Outcome::err(e),
         };
-        // Without a descriptor (a5 = 0) both parts are the words alone: nothing to check.
-        if self.thread(t).ctx.arg(5) != 0 {
-            if let Err(e) = self.send_part(mem, t) {
+        let sp = match self.send_part(mem, t) {
+            Ok(sp) => sp,
+            Err(e) => return Outcome::err(e),
+        };
+        // The caller's receive buffers are checked now too, although the reply is
+        // delivered into them (checked again) only later.
+        if call && self.thread(t).ctx.arg(5) != 0 {
+            if let Err(e) = self.recv_part(mem, t) {
                 return Outcome::err(e);
-            }
-            if call {
-                if let Err(e) = self.recv_part(mem, t) {
-                    return Outcome::err(e);
-                }
             }
         }
         let ep = cap.obj;
@@ -214,7 +236,11 @@ impl Kernel {
                 );
                 return Outcome::Blocked;
             };
-            match self.deliver(mem, t, r, Some(cap.badge)) {
+            let delivered = match self.recv_part(mem, r) {
+                Ok(rp) => self.deliver(mem, sp, rp, Some(cap.badge)),
+                Err(e) => Err(Party::Receiver(e)),
+            };
+            match delivered {
                 Ok(res) => {
                     self.wake(r, Ok(res));
                     if !call {
@@ -243,11 +269,10 @@ impl Kernel {
             Ok((_, cap)) => cap.obj,
             Err(e) => return Outcome::err(e),
         };
-        if self.thread(t).ctx.arg(5) != 0 {
-            if let Err(e) = self.recv_part(mem, t) {
-                return Outcome::err(e);
-            }
-        }
+        let rp = match self.recv_part(mem, t) {
+            Ok(rp) => rp,
+            Err(e) => return Outcome::err(e),
+        };
         self.drop_reply(t);
         loop {
             let Some(s) =
@@ -259,7 +284,11 @@ impl Kernel {
             let ThreadState::Blocked(Block::Send { badge, call, .. }) = self.thread(s).state else {
                 return Outcome::err(Error::WrongState);
             };
-            match self.deliver(mem, s, t, Some(badge)) {
+            let delivered = match self.send_part(mem, s) {
+                Ok(sp) => self.deliver(mem, sp, rp, Some(badge)),
+                Err(e) => Err(Party::Sender(e)),
+            };
+            match delivered {
                 Ok(res) => {
                     if call {
                         self.thread_mut(t).reply_to = Some(s);
@@ -282,7 +311,15 @@ impl Kernel {
         let Some(c) = self.thread(t).reply_to else {
             return Outcome::err(Error::WrongState);
         };
-        match self.deliver(mem, t, c, None) {
+        let sp = match self.send_part(mem, t) {
+            Ok(sp) => sp,
+            Err(e) => return Outcome::err(e),
+        };
+        let delivered = match self.recv_part(mem, c) {
+            Ok(rp) => self.deliver(mem, sp, rp, None),
+            Err(e) => Err(Party::Receiver(e)),
+        };
+        match delivered {
             Ok(res) => {
                 self.thread_mut(t).reply_to = None;
                 self.wake(c, Ok(res));
