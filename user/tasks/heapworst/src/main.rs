@@ -8,20 +8,25 @@
 //! part of `heap-caches`, as the app grants it) it maps, and its part:
 //!
 //! - Client 0, the requester, asks back to back for the most expensive request: its
-//!   heap holds one medium object as large as the dirty limit allows (`BIG_BYTES`,
-//!   the whole 1 KiB limit with its overhead) and `BIG` objects of that size, more than
-//!   the 8 KiB arena holds. Each round it makes the medium object dirty, then asks for
-//!   a write pin of the next big object, which is not cached: the service writes the
-//!   dirty object back to make dirty room (four 256-byte pieces: the entries that cost
-//!   the driver's apply the most per ring byte), evicts to make cache room, and reads
-//!   the big object's bytes with the ring entries its write-backs left pending laid
-//!   over them. Before each request, if a checkpoint has committed since its last one
-//!   (commit watch, notification in slot 3), it sleeps two ticks (its timer, slot 2)
-//!   and then asks for a checkpoint itself: the driver applies what a checkpoint
-//!   committed at its first call after it, and nobody calls it meanwhile, so that
-//!   checkpoint's persist phase begins with the apply of the whole ring the last epoch
-//!   wrote (the service asks for a checkpoint when that reaches its pending cap), and
-//!   the persister's round after the commit is in its persist.
+//!   heap holds `BIG` objects as large as the dirty limit allows (`BIG_BYTES`, the
+//!   whole 1 KiB limit with its overhead), more than the 8 KiB arena holds, and each
+//!   round asks for a write pin of the next one, which is not cached: the service
+//!   writes the dirty one back to make dirty room (four 256-byte pieces: the entries
+//!   that cost the driver's apply the most per ring byte), evicts to make cache room,
+//!   and reads the big object's bytes with the ring entries its write-backs left
+//!   pending laid over them. After a commit (commit watch, notification in slot 3) it
+//!   sleeps two ticks (its timer, slot 2: the persister's round comes first), then
+//!   creates or frees its `REQ_SMALL` one-byte objects as the persister does (the ids
+//!   its big objects leave), so that in every other epoch its dirty set is the limit's
+//!   worth of new objects, then asks for its pin: that request is the first driver
+//!   call since the commit (nothing called the driver meanwhile: the small objects fit
+//!   the cache and the limit), so it makes the driver apply the whole ring the last
+//!   epoch wrote (the service asks for a checkpoint when that reaches its pending
+//!   cap), then writes back every new object and reads the big one. It prints the
+//!   instruction count (`instret`) at which it asked (`worst: epoch N request at
+//!   instruction T`), so that the bound test can raise the power-failure interrupt
+//!   there (`amber.warn=T`: at the trap that delivers the request) and the persist
+//!   phase begins with the dearest request in flight.
 //! - Client 1, the persister, keeps its heap at the persist the bound counts: after
 //!   every other commit it creates `PER_SMALL` one-byte objects (a new object costs a
 //!   persist two storage writes, its entry half and its byte, for 17 bytes of the
@@ -29,9 +34,8 @@
 //!   objects as the service's 48 ids hold; after the commits between, it frees them
 //!   (a freed id is taken again only after the persist that writes its dead half: an
 //!   id not back yet is skipped). It runs at a higher priority than the requester, so
-//!   each round follows its commit at once; it waits out the first commit, so that
-//!   its creating rounds follow the commits the service asked for, and the persist
-//!   phases the requester asks for (those with the apply) find its new objects.
+//!   each round follows its commit at once, before the requester's first request of
+//!   the epoch; it waits out the first commit before its first round.
 //!
 //! Both write into every 256th byte of `PAGES` (most of their RAM) every round, so
 //! that the checkpoint copies as much of their memory as it can. They print
@@ -41,8 +45,8 @@
 
 use amber_heap_api::{Handle, Heap, HeapError};
 use amber_user::{
-    build_setting, checkpoint, commit_watch, exit, memory, now, println, signalled, timer_set,
-    wait, Memory, WatchFlags,
+    build_setting, commit_watch, exit, instret, memory, now, println, signalled, timer_set, wait,
+    Memory, WatchFlags,
 };
 
 amber_user::main!(main);
@@ -58,9 +62,9 @@ const LIMIT: usize = 1024;
 const OVERHEAD: usize = 16;
 /// The largest object the service takes at that limit (`heapsvc`'s `MAX_OBJECT`).
 const BIG_BYTES: usize = LIMIT - OVERHEAD;
-/// The requester's big objects: with its medium one more than the arena holds (9 x 126
-/// units of 8 bytes in 1,024), so the next one is never cached.
-const BIG: usize = 8;
+/// The requester's big objects: more than the arena holds (9 x 126 units of 8 bytes in
+/// 1,024), so the next one is never cached.
+const BIG: usize = 9;
 /// The persister's one-byte objects: the ids its medium object leaves.
 const PER_SMALL: usize = IDS - 1;
 /// Bytes of RAM written every round, one store per 256 bytes: the task's RAM less its
@@ -85,26 +89,27 @@ fn ok<T>(r: Result<T, HeapError>, what: &str) -> T {
     })
 }
 
-/// Makes the object dirty (a write pin, one byte changed, released); the requester
-/// first asks for a checkpoint if one committed since its last request.
+/// Makes the object dirty (a write pin, one byte changed, released).
 fn touch<const N: usize>(heap: &Heap, h: &mut Handle<[u8; N]>, round: u32) {
-    if CLIENT == 0 && signalled(NOTIFICATION, COMMITTED) {
-        // Two ticks first, so that the persister's next round (at the first) is in the
-        // dirty set this checkpoint's persist writes; nothing calls the driver
-        // meanwhile (the persister's objects fit its cache), so the apply still waits.
-        if let Err(e) = timer_set(TIMER, NOTIFICATION, TICK, now() + 2)
-            .and_then(|()| while_not(TICK))
-            .and_then(|()| checkpoint())
-        {
-            println!("worst: checkpoint failed: {e}");
-            exit(1);
-        }
-        // Its own commit signalled the bit again.
-        signalled(NOTIFICATION, COMMITTED);
-    }
     let mut g = ok(heap.get_mut(h), "pinning an object");
     g[round as usize % N] ^= 1;
     ok(g.release(), "releasing an object");
+}
+
+/// Frees the one-byte objects there are and creates those there are not (a new object
+/// costs a persist or a write-back two storage writes, its entry half and its byte, for
+/// 17 bytes of the dirty limit). Ids freed since the last persist are not back yet, so
+/// the calls alternate between creating them all and freeing them all.
+fn churn<const N: usize>(heap: &Heap, small: &mut [Option<Handle<u8>>; N], round: u32) {
+    for s in small {
+        match s.take() {
+            Some(h) => ok(heap.free(h), "freeing a small object"),
+            None => match heap.alloc(round as u8) {
+                Err(HeapError::OutOfIds) => {}
+                r => *s = Some(ok(r, "allocating a small object")),
+            },
+        }
+    }
 }
 
 /// Waits until the notification brings `bit` (a commit it brings meanwhile is dropped:
@@ -146,14 +151,28 @@ fn watch_commits() {
 
 fn requester(heap: &Heap) -> ! {
     watch_commits();
-    let mut medium: Handle<[u8; BIG_BYTES]> =
-        ok(heap.alloc([0; _]), "allocating the medium object");
     let mut big: [Handle<[u8; BIG_BYTES]>; BIG] =
         core::array::from_fn(|i| ok(heap.alloc([i as u8; BIG_BYTES]), "allocating a big object"));
-    let mut round = 0;
+    let (mut round, mut epoch) = (0, 0u32);
     loop {
-        touch(heap, &mut medium, round);
+        let first = signalled(NOTIFICATION, COMMITTED);
+        if first {
+            // Two ticks first, so that the persister's round after the commit is in
+            // the dirty set the phase persists; nothing calls the driver meanwhile
+            // (the persister's objects fit its cache), so the apply still waits.
+            if let Err(e) =
+                timer_set(TIMER, NOTIFICATION, TICK, now() + 2).and_then(|()| while_not(TICK))
+            {
+                println!("worst: sleeping failed: {e}");
+                exit(1);
+            }
+        }
+        let at = instret();
         touch(heap, &mut big[round as usize % BIG], round);
+        if first {
+            epoch += 1;
+            println!("worst: epoch {epoch} request at instruction {at}");
+        }
         round_done(&mut round);
     }
 }
@@ -164,22 +183,12 @@ fn persister(heap: &Heap) -> ! {
     let mut medium: Handle<[u8; LIMIT - PER_SMALL * (1 + OVERHEAD) - OVERHEAD]> =
         ok(heap.alloc([0; _]), "allocating the medium object");
     let mut round = 0;
-    // See the file doc: creating rounds after the service's checkpoints.
     if let Err(e) = while_not(COMMITTED) {
         println!("worst: waiting for a commit failed: {e}");
         exit(1);
     }
     loop {
-        for s in &mut small {
-            match s.take() {
-                Some(h) => ok(heap.free(h), "freeing a small object"),
-                // Ids freed in a round no persist has followed yet are not back.
-                None => match heap.alloc(round as u8) {
-                    Err(HeapError::OutOfIds) => {}
-                    r => *s = Some(ok(r, "allocating a small object")),
-                },
-            }
-        }
+        churn(heap, &mut small, round);
         touch(heap, &mut medium, round);
         if let Err(e) = while_not(COMMITTED) {
             println!("worst: waiting for a commit failed: {e}");
