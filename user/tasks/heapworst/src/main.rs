@@ -7,26 +7,28 @@
 //! Build setting `AMBER_WORST_CLIENT` (0 or 1): which of the service's two windows (its
 //! part of `heap-caches`, as the app grants it) it maps, and its part:
 //!
-//! - Client 0, the requester, asks back to back for the most expensive request: its
-//!   heap holds `BIG` objects as large as the dirty limit allows (`BIG_BYTES`, the
-//!   whole 1 KiB limit with its overhead), more than the 8 KiB arena holds, and each
-//!   round asks for a write pin of the next one, which is not cached: the service
-//!   writes the dirty one back to make dirty room (four 256-byte pieces: the entries
-//!   that cost the driver's apply the most per ring byte), evicts to make cache room,
-//!   and reads the big object's bytes with the ring entries its write-backs left
-//!   pending laid over them. After a commit (commit watch, notification in slot 3) it
-//!   sleeps two ticks (its timer, slot 2: the persister's round comes first), then
-//!   creates or frees its `REQ_SMALL` one-byte objects as the persister does (the ids
-//!   its big objects leave), so that in every other epoch its dirty set is the limit's
-//!   worth of new objects, then asks for its pin: that request is the first driver
-//!   call since the commit (nothing called the driver meanwhile: the small objects fit
-//!   the cache and the limit), so it makes the driver apply the whole ring the last
-//!   epoch wrote (the service asks for a checkpoint when that reaches its pending
-//!   cap), then writes back every new object and reads the big one. It prints the
-//!   instruction count (`instret`) at which it asked (`worst: epoch N request at
-//!   instruction T`), so that the bound test can raise the power-failure interrupt
-//!   there (`amber.warn=T`: at the trap that delivers the request) and the persist
-//!   phase begins with the dearest request in flight.
+//! - Client 0, the requester, asks back to back for the most expensive request it
+//!   can make at its first request after a commit: its heap holds `BIG` objects of
+//!   `BIG_BYTES` (496: the dirty limit less `REQ_SMALL` new one-byte objects, with
+//!   their overheads), more than the 8 KiB arena holds, and each round asks for a write
+//!   pin of the next one, which is not cached: the service writes dirty objects back
+//!   to make dirty room (the big one in 256-byte pieces, the entries that cost the
+//!   driver's apply the most per ring byte), evicts to make cache room, and reads the
+//!   big object's bytes with the ring entries its write-backs left pending laid over
+//!   them. After a commit (commit watch, notification in slot 3) it sleeps two ticks
+//!   (its timer, slot 2: the persister's round comes first), then creates or frees its
+//!   `REQ_SMALL` one-byte objects as the persister does (the ids its big objects leave;
+//!   in the same epochs as the persister, which the bound test's figures show), beside
+//!   the big object it held pinned across the checkpoint (which keeps it dirty), then
+//!   asks for its pin. That request is the first driver call since the commit
+//!   (nothing called the driver meanwhile: the small objects fit the cache and the
+//!   limit), so it makes the driver apply the whole ring the last epoch wrote (the
+//!   service asks for a checkpoint when that reaches its pending cap), then writes
+//!   back dirty objects and reads the big one; what it leaves dirty the persist
+//!   writes. It prints the instruction count (`instret`) at which it asked (`worst:
+//!   epoch N request at instruction T`), so that the bound test can raise the
+//!   power-failure interrupt there (`amber.warn=T`: at the trap that delivers the
+//!   request) and the persist phase begins with that request in flight.
 //! - Client 1, the persister, keeps its heap at the persist the bound counts: after
 //!   every other commit it creates `PER_SMALL` one-byte objects (a new object costs a
 //!   persist two storage writes, its entry half and its byte, for 17 bytes of the
@@ -60,11 +62,16 @@ const IDS: usize = 48;
 /// The service's dirty limit, and what each dirty object costs of it beyond its bytes.
 const LIMIT: usize = 1024;
 const OVERHEAD: usize = 16;
-/// The largest object the service takes at that limit (`heapsvc`'s `MAX_OBJECT`).
-const BIG_BYTES: usize = LIMIT - OVERHEAD;
-/// The requester's big objects: more than the arena holds (9 x 126 units of 8 bytes in
-/// 1,024), so the next one is never cached.
-const BIG: usize = 9;
+/// The requester's one-byte objects, created or freed after each commit.
+const REQ_SMALL: usize = 30;
+/// The requester's big objects: as large as the dirty limit allows beside one pinned
+/// across a checkpoint and its small ones (in whole cache units of 8 bytes).
+const BIG_BYTES: usize = (LIMIT - OVERHEAD - REQ_SMALL * (1 + OVERHEAD)) / 8 * 8;
+/// Units of 8 bytes in the arena (8 KiB).
+const ARENA_UNITS: usize = 1024;
+/// As many big objects as make one more than the arena holds, so that the next one is
+/// never cached (17 x 62 units in 1,024; with the small ones, 47 of the 48 ids).
+const BIG: usize = ARENA_UNITS / (BIG_BYTES / 8) + 1;
 /// The persister's one-byte objects: the ids its medium object leaves.
 const PER_SMALL: usize = IDS - 1;
 /// Bytes of RAM written every round, one store per 256 bytes: the task's RAM less its
@@ -153,6 +160,7 @@ fn requester(heap: &Heap) -> ! {
     watch_commits();
     let mut big: [Handle<[u8; BIG_BYTES]>; BIG] =
         core::array::from_fn(|i| ok(heap.alloc([i as u8; BIG_BYTES]), "allocating a big object"));
+    let mut small: [Option<Handle<u8>>; REQ_SMALL] = [const { None }; REQ_SMALL];
     let (mut round, mut epoch) = (0, 0u32);
     loop {
         let first = signalled(NOTIFICATION, COMMITTED);
@@ -166,6 +174,7 @@ fn requester(heap: &Heap) -> ! {
                 println!("worst: sleeping failed: {e}");
                 exit(1);
             }
+            churn(heap, &mut small, round);
         }
         let at = instret();
         touch(heap, &mut big[round as usize % BIG], round);
