@@ -15,11 +15,12 @@
 //!   to make dirty room (the big one in 256-byte pieces, the entries that cost the
 //!   driver's apply the most per ring byte), evicts to make cache room, and reads the
 //!   big object's bytes with the ring entries its write-backs left pending laid over
-//!   them. After a commit (commit watch, notification in slot 3) it sleeps two ticks
-//!   (its timer, slot 2: the persister's round comes first), then creates or frees its
-//!   `REQ_SMALL` one-byte objects as the persister does (the ids its big objects leave;
-//!   in the same epochs as the persister, which the bound test's figures show), beside
-//!   the big object it held pinned across the checkpoint (which keeps it dirty), then
+//!   them. After each commit but the first (commit watch, notification in slot 2;
+//!   the persister, above it in priority, has had its round after the commit by then) it
+//!   creates or frees its `REQ_SMALL` one-byte objects as the persister does (the ids
+//!   its big objects leave; both wait out the first commit and see every commit, so
+//!   they create in the same epochs), beside the big object it held pinned across the
+//!   checkpoint (which keeps it dirty), then
 //!   asks for its pin. That request is the first driver call since the commit
 //!   (nothing called the driver meanwhile: the small objects fit the cache and the
 //!   limit), so it makes the driver apply the whole ring the last epoch wrote (the
@@ -33,11 +34,15 @@
 //!   every other commit it creates `PER_SMALL` one-byte objects (a new object costs a
 //!   persist two storage writes, its entry half and its byte, for 17 bytes of the
 //!   limit) and makes its medium object dirty, so that the limit is full with as many
-//!   objects as the service's 48 ids hold; after the commits between, it frees them
-//!   (a freed id is taken again only after the persist that writes its dead half: an
-//!   id not back yet is skipped). It runs at a higher priority than the requester, so
-//!   each round follows its commit at once, before the requester's first request of
-//!   the epoch; it waits out the first commit before its first round.
+//!   objects as its ids leave; after the commits between, it frees them (a freed id is
+//!   taken again only after the persist that writes its dead half: an id not back yet
+//!   is skipped). Its other `PER_CACHED` ids hold objects of the largest size, created
+//!   at its start and never touched again, which stay cached, so that a reload after a
+//!   restore reads a nearly full arena in this heap too (7 of them cost the persist 7
+//!   new objects of the 47 it could have, and add 7 KiB to every reload). It runs at a
+//!   higher priority than the requester, so each round follows its commit at once,
+//!   before the requester's first request of the epoch; it waits out the first commit
+//!   before its first round.
 //!
 //! Both write into every 256th byte of `PAGES` (most of their RAM) every round, so
 //! that the checkpoint copies as much of their memory as it can. They print
@@ -47,8 +52,8 @@
 
 use amber_heap_api::{Handle, Heap, HeapError};
 use amber_user::{
-    build_setting, commit_watch, exit, instret, memory, now, println, signalled, timer_set, wait,
-    Memory, WatchFlags,
+    build_setting, commit_watch, exit, instret, memory, println, signalled, wait, Memory,
+    WatchFlags,
 };
 
 amber_user::main!(main);
@@ -73,18 +78,23 @@ const ARENA_UNITS: usize = 1024;
 /// never cached (17 x 62 units in 1,024; with the small ones, 47 of the 48 ids).
 const BIG: usize = ARENA_UNITS / (BIG_BYTES / 8) + 1;
 /// The persister's one-byte objects: the ids its medium object leaves.
-const PER_SMALL: usize = IDS - 1;
+const PER_SMALL: usize = IDS - 1 - PER_CACHED;
+/// The persister's objects of the largest size (1,008 bytes), created at its start and
+/// never touched again: they stay cached (clean) beside the others (7 x 126 units, the
+/// small and medium ones 81, of 1,024), so that a reload after a restore reads an arena
+/// nearly full in this heap too.
+const PER_CACHED: usize = 7;
+/// The largest object the service takes at the dirty limit (`heapsvc`'s `MAX_OBJECT`).
+const LARGEST: usize = LIMIT - OVERHEAD;
 /// Bytes of RAM written every round, one store per 256 bytes: the task's RAM less its
 /// stack (the app gives it 8 KiB, 2 KiB of stack).
 const TOUCH: usize = 5 * 1024;
 const REPORT: u32 = 16;
-const TIMER: u32 = 2;
-const NOTIFICATION: u32 = 3;
-/// The requester's commit bit on its notification, and its timer's.
+const NOTIFICATION: u32 = 2;
+/// The commit bit on the notification.
 const COMMITTED: u32 = 1;
-const TICK: u32 = 2;
 
-/// The requester's commit watch (the watched value is not used).
+/// The commit watch (the watched value is not used).
 static mut WATCH: [u64; 2] = [0; 2];
 
 static mut PAGES: [u8; TOUCH] = [0; TOUCH];
@@ -119,8 +129,7 @@ fn churn<const N: usize>(heap: &Heap, small: &mut [Option<Handle<u8>>; N], round
     }
 }
 
-/// Waits until the notification brings `bit` (a commit it brings meanwhile is dropped:
-/// the checkpoint that follows covers it).
+/// Waits until the notification brings `bit`.
 fn while_not(bit: u32) -> Result<(), amber_user::Error> {
     while wait(NOTIFICATION)? & bit == 0 {}
     Ok(())
@@ -163,17 +172,10 @@ fn requester(heap: &Heap) -> ! {
     let mut small: [Option<Handle<u8>>; REQ_SMALL] = [const { None }; REQ_SMALL];
     let (mut round, mut epoch) = (0, 0u32);
     loop {
+        // The persister (above this task's priority) has had its round after the
+        // commit by now. Like it, wait out the first commit.
         let first = signalled(NOTIFICATION, COMMITTED);
-        if first {
-            // Two ticks first, so that the persister's round after the commit is in
-            // the dirty set the phase persists; nothing calls the driver meanwhile
-            // (the persister's objects fit its cache), so the apply still waits.
-            if let Err(e) =
-                timer_set(TIMER, NOTIFICATION, TICK, now() + 2).and_then(|()| while_not(TICK))
-            {
-                println!("worst: sleeping failed: {e}");
-                exit(1);
-            }
+        if first && epoch > 0 {
             churn(heap, &mut small, round);
         }
         let at = instret();
@@ -188,6 +190,8 @@ fn requester(heap: &Heap) -> ! {
 
 fn persister(heap: &Heap) -> ! {
     watch_commits();
+    let _cached: [Handle<[u8; LARGEST]>; PER_CACHED] =
+        core::array::from_fn(|i| ok(heap.alloc([i as u8; LARGEST]), "allocating a big object"));
     let mut small: [Option<Handle<u8>>; PER_SMALL] = [const { None }; PER_SMALL];
     let mut medium: Handle<[u8; LIMIT - PER_SMALL * (1 + OVERHEAD) - OVERHEAD]> =
         ok(heap.alloc([0; _]), "allocating the medium object");
