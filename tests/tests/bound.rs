@@ -2,15 +2,20 @@
 //! `heapworst`, `user/tasks/heapworst`): one client keeps its heap at the dirty limit
 //! in as many new objects as the ids allow, the other asks back to back for the
 //! dearest request (every dirty object written back, a big object read in with the
-//! ring's pending entries over it) and, after each commit, for a checkpoint whose
-//! persist phase then begins with the driver's apply of the whole ring the epoch
+//! ring's pending entries over it), its first request after each commit being the
+//! first driver call since, which makes the driver apply the whole ring the epoch
 //! wrote; `amber.memtrack=copy` makes every checkpoint copy every byte of every task's
-//! RAM (every page dirty). Power failures are injected (`amber.pfi=V`) into the persist
-//! phases of several consecutive checkpoints, of both kinds, and into the phase right
+//! RAM (every page dirty). A calibration boot reads the instruction count at which the
+//! requester asks for that first request in each epoch (`worst: epoch N request at
+//! instruction T`); each measured boot then raises the power-failure interrupt there
+//! (`amber.warn=T`, at the trap that delivers the request: under `-icount` every boot
+//! runs the same instructions up to it), so that the persist phase begins with that
+//! request in flight (the kernel's count of tasks inside a request at the interrupt
+//! must be 1). Power failures are also injected (`amber.pfi=V`) into the phase right
 //! after a restore. Each measured cost must stay within its bound: the service's
 //! declared persist-phase bound, the kernel's checkpoint bound, and their sum; the
-//! ratios are printed and recorded (README, "Heap service", says why those of the
-//! persist phases stay above 2).
+//! ratios are printed and recorded (README, "Worst-case bounds", says why each is
+//! where it is).
 
 use amber_qemu::Machine;
 use amber_tests::{app_machine, number_after, record, Qemu};
@@ -20,10 +25,17 @@ use std::time::Duration;
 /// time runs far behind real time, and the machine may be busy); guest progress ends
 /// the wait first.
 const RUN_TIMEOUT: Duration = Duration::from_secs(240);
-/// The checkpoints whose persist phases take the power failure (under -icount every
-/// run is the same: these alternate between checkpoints the service asks for, with the
-/// ring at its cap, and those the requester asks for, which begin with the apply).
-const VERSIONS: std::ops::RangeInclusive<u64> = 20..=25;
+/// The requester's epochs whose first request takes the power failure (under -icount
+/// every run is the same; the persister creates its objects in every other epoch).
+const EPOCHS: std::ops::RangeInclusive<u64> = 10..=13;
+/// The checkpoints after which the phase right after a restore is measured (one of
+/// them a checkpoint the service asked for with the ring at its cap, which leaves the
+/// driver a whole epoch of ring to replay in the restore's phase).
+const RESTORED: std::ops::RangeInclusive<u64> = 12..=13;
+/// `amber.warn`'s value in the calibration boot: never reached before the epochs the
+/// test reads. Every boot's value has its ten digits (zero-padded), so that parsing it
+/// takes the same instructions and the measured boots repeat the calibration's.
+const NO_WARNING: u64 = 9_999_999_999;
 
 /// What one power failure cost against its bounds (instructions).
 #[derive(Debug, Default, Clone, Copy)]
@@ -42,24 +54,35 @@ fn machine(bootargs: &str) -> Machine {
     m.bootargs(&format!("amber.memtrack=copy {bootargs}"))
 }
 
-/// Boots `machine` until the power failure injected as checkpoint `version` is due
-/// and reads what it cost; `bounds` gets the service's two phase bounds.
-fn power_failure(machine: &Machine, version: u64, bounds: &mut (u64, u64)) -> (String, Measured) {
+/// The instruction count at which the requester asks for its first request of each
+/// epoch in `epochs`, from one boot without a power failure (the requester prints the
+/// low 32 bits of `instret`, the kernel's counter for `amber.warn` is 64 bits wide: the
+/// same while these epochs come, at about 0.1 G instructions, before 4.29 G).
+fn calibrate(epochs: std::ops::RangeInclusive<u64>) -> Vec<u64> {
+    let mut q = Qemu::boot(&machine(&warn_at(NO_WARNING)));
+    epochs
+        .map(|e| {
+            let line = q.expect_within(&format!("worst: epoch {e} request at "), RUN_TIMEOUT);
+            number_after(&line, "instruction ").expect("an instruction count")
+        })
+        .collect()
+}
+
+fn warn_at(instructions: u64) -> String {
+    format!("amber.warn={instructions:010}")
+}
+
+/// Boots `machine` until the power failure its options raise (`amber.warn` into a
+/// request, or `amber.pfi`) and reads what it cost; `bounds` gets the service's two
+/// phase bounds. Returns the tasks the kernel says were inside a request at the
+/// interrupt, with the costs.
+fn power_failure(machine: &Machine, bounds: &mut (u64, u64)) -> (u64, Measured) {
     let mut q = Qemu::boot(machine);
     if let Some(line) = try_bounds(&mut q) {
         *bounds = line;
     }
-    let injected = q.expect_within(
-        &format!("power failure injected (amber.pfi) as checkpoint {version} "),
-        RUN_TIMEOUT,
-    );
-    let kind = injected
-        .rsplit('(')
-        .next()
-        .unwrap_or("")
-        .trim_end_matches(')')
-        .to_owned();
-    let persisted = q.expect("power failure: persist callbacks took ");
+    let persisted = q.expect_within("power failure: persist callbacks took ", RUN_TIMEOUT);
+    let inside = q.expect(" tasks of the persist phase were inside a request at the interrupt");
     let sum = q.expect("power failure: persist and checkpoint bound ");
     let done = q.expect("power failure: checkpoint");
     assert!(done.contains("committed in"), "{done}\n{}", q.transcript());
@@ -75,7 +98,7 @@ fn power_failure(machine: &Machine, version: u64, bounds: &mut (u64, u64)) -> (S
         total_bound: n(&sum, "checkpoint bound "),
     };
     assert_eq!(q.exit_code(), 0, "the machine halts after the checkpoint");
-    (kind, m)
+    (n(&inside, "failure: "), m)
 }
 
 /// The service's "persist phase bounds" line, if the boot prints it (a fresh start).
@@ -113,7 +136,7 @@ fn check(kind: &str, m: &Measured) {
 /// took and the bound it declared.
 fn restore_phase(last: u64, bounds: &mut (u64, u64)) -> (u64, u64) {
     let first = machine(&format!("amber.pfi={last}"));
-    let (_, _) = power_failure(&first, last, bounds);
+    power_failure(&first, bounds);
     let again = first.clone().bootargs(&format!("amber.pfi={}", last + 1));
     let mut q = Qemu::boot(&again);
     let injected = q.expect_within(
@@ -149,16 +172,19 @@ fn ratio(bound: u64, measured: u64) -> f64 {
 fn the_forced_worst_case_stays_within_every_declared_bound() {
     let mut bounds = (0, 0);
     let mut worst = Measured::default();
-    let mut kinds = Vec::new();
-    for v in VERSIONS {
-        let (kind, m) = power_failure(&machine(&format!("amber.pfi={v}")), v, &mut bounds);
-        check(&kind, &m);
+    let at = calibrate(EPOCHS);
+    for (epoch, &t) in EPOCHS.zip(&at) {
+        let (inside, m) = power_failure(&machine(&warn_at(t)), &mut bounds);
+        eprintln!("epoch {epoch}, interrupt at instruction {t}: {m:?}");
+        assert_eq!(
+            inside, 1,
+            "epoch {epoch}: the interrupt came inside the requester's request"
+        );
+        check(&format!("epoch {epoch}"), &m);
         assert_eq!(
             m.declared, bounds.0,
             "a serving phase declares the serving bound"
         );
-        eprintln!("checkpoint {v} ({kind}): {m:?}");
-        kinds.push(kind);
         worst.phase = worst.phase.max(m.phase);
         worst.checkpoint = worst.checkpoint.max(m.checkpoint);
         worst.total = worst.total.max(m.total);
@@ -169,16 +195,10 @@ fn the_forced_worst_case_stays_within_every_declared_bound() {
             ..worst
         };
     }
-    assert!(
-        kinds.iter().any(|k| k == "requested"),
-        "no requested phase among {kinds:?}"
-    );
     // The phase right after a restore: halt at checkpoint V, then inject into the
-    // next one, which the restore's phase takes; for the last two versions (one of
-    // them a checkpoint the service asked for, which leaves the driver a whole epoch
-    // of ring to replay in the restore's phase).
+    // next one, which the restore's phase takes.
     let (mut restore, mut declared) = (0, 0);
-    for last in VERSIONS.end() - 1..=*VERSIONS.end() {
+    for last in RESTORED {
         let (took, bound) = restore_phase(last, &mut bounds);
         eprintln!("restore after checkpoint {last}: {took} of {bound}");
         if took >= restore {
@@ -188,7 +208,7 @@ fn the_forced_worst_case_stays_within_every_declared_bound() {
 
     let summary = format!(
         "heap bounds against the forced worst case (QEMU, -icount, {} power failures): persist phase {} of {} declared ({:.2}x), checkpoint {} of {} ({:.2}x), both {} of {} ({:.2}x); restore phase {restore} of {declared} ({:.2}x)",
-        kinds.len() + 2,
+        at.len() + RESTORED.count(),
         worst.phase,
         worst.declared,
         ratio(worst.declared, worst.phase),

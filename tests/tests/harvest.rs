@@ -94,8 +94,8 @@ fn two_hundred_power_failures_on_the_sized_capacitor_lose_nothing_and_a_small_on
     let (needs_b, host_b) = other.join().expect("the second run");
     assert_eq!(needs, needs_b);
 
-    // A fourteenth of it (energy for about 0.75 M instructions at the warning, which
-    // comes about 1.8 M instructions after boot, inside the phase after the restore):
+    // A fourteenth of it (energy for about 0.69 M instructions at the warning, which
+    // comes about 1.6 M instructions after boot, inside the phase after the restore):
     // less than that phase and the checkpoint take.
     let small = (needs / 14).to_string();
     let cut = harvest(&["--cycles", "4", "--cap", &small, "--name", "heap-rf-small"]);
