@@ -48,6 +48,28 @@ struct RecvPart {
     slot: Option<CapRef>,
 }
 
+impl SendPart {
+    /// A message of register words alone.
+    fn words(words: [u32; 4]) -> SendPart {
+        SendPart {
+            words,
+            ptr: 0,
+            len: 0,
+            cap: None,
+        }
+    }
+}
+
+impl RecvPart {
+    /// Receiving register words alone.
+    const NONE: RecvPart = RecvPart {
+        desc: 0,
+        ptr: 0,
+        len: 0,
+        slot: None,
+    };
+}
+
 /// The receiver's results for `words`: a1..a4, and the badge in a5 when given.
 fn message([w0, w1, w2, w3]: [u32; 4], badge: Option<u32>) -> Results {
     match badge {
@@ -78,25 +100,16 @@ impl Kernel {
         let ctx = &self.thread(t).ctx;
         let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
         match ctx.arg(5) {
-            0 => Ok(SendPart {
-                words,
-                ptr: 0,
-                len: 0,
-                cap: None,
-            }),
-            desc => self.send_desc(mem, t, words, desc),
+            0 => Ok(SendPart::words(words)),
+            desc => {
+                let d = self.read_desc(mem, t, desc, Rights::READ)?;
+                self.send_desc(t, words, &d)
+            }
         }
     }
 
-    /// [`Kernel::send_part`] with the descriptor at `desc`.
-    fn send_desc(
-        &self,
-        mem: &mut dyn UserMemory,
-        t: ThreadId,
-        words: [u32; 4],
-        desc: u32,
-    ) -> Result<SendPart, Error> {
-        let d = self.read_desc(mem, t, desc, Rights::READ)?;
+    /// The message of `t`: `words` and what its descriptor `d` sends.
+    fn send_desc(&self, t: ThreadId, words: [u32; 4], d: &IpcDesc) -> Result<SendPart, Error> {
         if d.send_len > MAX_MSG_BYTES {
             return Err(Error::TooLong);
         }
@@ -119,24 +132,16 @@ impl Kernel {
     #[inline(always)]
     fn recv_part(&self, mem: &mut dyn UserMemory, t: ThreadId) -> Result<RecvPart, Error> {
         match self.thread(t).ctx.arg(5) {
-            0 => Ok(RecvPart {
-                desc: 0,
-                ptr: 0,
-                len: 0,
-                slot: None,
-            }),
-            desc => self.recv_desc(mem, t, desc),
+            0 => Ok(RecvPart::NONE),
+            desc => {
+                let d = self.read_desc(mem, t, desc, Rights::READ | Rights::WRITE)?;
+                self.recv_desc(t, desc, &d)
+            }
         }
     }
 
-    /// [`Kernel::recv_part`] with the descriptor at `desc`.
-    fn recv_desc(
-        &self,
-        mem: &mut dyn UserMemory,
-        t: ThreadId,
-        desc: u32,
-    ) -> Result<RecvPart, Error> {
-        let d = self.read_desc(mem, t, desc, Rights::READ | Rights::WRITE)?;
+    /// Where `t` receives: the buffers of its descriptor `d`, which lies at `desc`.
+    fn recv_desc(&self, t: ThreadId, desc: u32, d: &IpcDesc) -> Result<RecvPart, Error> {
         self.check_user(t, d.recv_ptr, d.recv_len, Rights::WRITE)?;
         let slot = if d.recv_slot == NO_SLOT {
             None
@@ -261,6 +266,12 @@ impl Kernel {
     /// persist callback asked to persist gets `Interrupted` and receives nothing (its
     /// owed reply stays owed).
     pub(crate) fn sys_recv(&mut self, mem: &mut dyn UserMemory, t: ThreadId) -> Outcome {
+        self.recv(mem, t, None)
+    }
+
+    /// [`Kernel::sys_recv`], with `t`'s descriptor already read (`read`) when this
+    /// syscall read it for a reply.
+    fn recv(&mut self, mem: &mut dyn UserMemory, t: ThreadId, read: Option<IpcDesc>) -> Outcome {
         if self.cycle.phase.asks(t) {
             return Outcome::err(Error::Interrupted);
         }
@@ -269,7 +280,16 @@ impl Kernel {
             Ok((_, cap)) => cap.obj,
             Err(e) => return Outcome::err(e),
         };
-        let rp = match self.recv_part(mem, t) {
+        let rp = match read {
+            None => self.recv_part(mem, t),
+            // Read for the reply with READ only: receiving also writes it.
+            Some(d) => {
+                let desc = self.thread(t).ctx.arg(5);
+                self.check_user(t, desc, IPC_DESC_SIZE, Rights::READ | Rights::WRITE)
+                    .and_then(|()| self.recv_desc(t, desc, &d))
+            }
+        };
+        let rp = match rp {
             Ok(rp) => rp,
             Err(e) => return Outcome::err(e),
         };
@@ -311,10 +331,21 @@ impl Kernel {
         let Some(c) = self.thread(t).reply_to else {
             return Outcome::err(Error::WrongState);
         };
-        let sp = match self.send_part(mem, t) {
-            Ok(sp) => sp,
-            Err(e) => return Outcome::err(e),
-        };
+        match self.send_part(mem, t) {
+            Ok(sp) => self.reply(mem, t, c, sp),
+            Err(e) => Outcome::err(e),
+        }
+    }
+
+    /// Delivers `t`'s validated reply `sp` to its caller `c`.
+    #[inline(always)]
+    fn reply(
+        &mut self,
+        mem: &mut dyn UserMemory,
+        t: ThreadId,
+        c: ThreadId,
+        sp: SendPart,
+    ) -> Outcome {
         let delivered = match self.recv_part(mem, c) {
             Ok(rp) => self.deliver(mem, sp, rp, None),
             Err(e) => Err(Party::Receiver(e)),
@@ -341,13 +372,31 @@ impl Kernel {
     /// server's side (its own message or descriptor is invalid), that error is
     /// returned, the caller keeps waiting and nothing is received; a caller whose
     /// buffers turned invalid gets the error, as with `Reply`, and the receive goes on.
+    ///
+    /// The descriptor is read once, before the reply, for both halves (the receive
+    /// still checks that `t` may write it): a reply whose bytes land in memory the
+    /// descriptor shares does not change where the receive goes.
     pub(crate) fn sys_reply_recv(&mut self, mem: &mut dyn UserMemory, t: ThreadId) -> Outcome {
-        if self.thread(t).reply_to.is_some() {
-            if let Outcome::Done(Err(e)) = self.sys_reply(mem, t) {
-                return Outcome::err(e);
-            }
+        let Some(c) = self.thread(t).reply_to else {
+            return self.recv(mem, t, None);
+        };
+        let ctx = &self.thread(t).ctx;
+        let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
+        let (sp, read) = match ctx.arg(5) {
+            0 => (Ok(SendPart::words(words)), None),
+            desc => match self.read_desc(mem, t, desc, Rights::READ) {
+                Ok(d) => (self.send_desc(t, words, &d), Some(d)),
+                Err(e) => return Outcome::err(e),
+            },
+        };
+        let replied = match sp {
+            Ok(sp) => self.reply(mem, t, c, sp),
+            Err(e) => Outcome::err(e),
+        };
+        if let Outcome::Done(Err(e)) = replied {
+            return Outcome::err(e);
         }
-        self.sys_recv(mem, t)
+        self.recv(mem, t, read)
     }
 
     /// Forgets the reply `t` owes, waking that caller with `PeerGone`.
