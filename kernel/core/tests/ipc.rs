@@ -181,6 +181,75 @@ fn reply_recv_owing_nothing_is_a_recv_and_a_bad_reply_receives_nothing() {
 }
 
 #[test]
+fn reply_recv_with_one_descriptor_sends_the_reply_bytes_then_receives_into_its_buffer() {
+    let mut s = pair();
+    let (srv_desc, srv_in, srv_out) = (data(0), data(0) + 0x100, data(0) + 0x200);
+    let (cli_desc, cli_out, cli_in) = (data(1), data(1) + 0x100, data(1) + 0x200);
+    let srv = IpcDesc {
+        send_ptr: srv_out,
+        send_len: 5,
+        recv_ptr: srv_in,
+        recv_len: 64,
+        ..IpcDesc::EMPTY
+    };
+    put_desc(&mut s, srv_desc, srv);
+    s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, srv_desc]);
+    let cli = IpcDesc {
+        send_ptr: cli_out,
+        send_len: 4,
+        recv_ptr: cli_in,
+        recv_len: 64,
+        ..IpcDesc::EMPTY
+    };
+    put_desc(&mut s, cli_desc, cli);
+    s.mem.put(cli_out, b"ping");
+    s.sys("cli", Sysno::Call, [0, 1, 0, 0, 0, cli_desc]);
+    assert_eq!(s.mem.get(srv_in, 4), b"ping");
+    s.mem.put(srv_out, b"pong!");
+    put_desc(&mut s, srv_desc, srv);
+    s.sys("srv", Sysno::ReplyRecv, [0, 2, 0, 0, 0, srv_desc]);
+    assert_eq!(
+        (s.state("cli"), s.regs("cli").r[0], s.mem.get(cli_in, 5)),
+        (TaskState::Ready, 2, b"pong!".to_vec()),
+        "the reply's words and bytes reached the caller"
+    );
+    assert_eq!(get_desc(&s, cli_desc).got_len, 5);
+    assert_eq!(s.state("srv"), TaskState::Blocked, "then the server waits");
+    s.mem.put(cli_out, b"more");
+    put_desc(&mut s, cli_desc, cli);
+    s.sys("cli", Sysno::Send, [0, 3, 0, 0, 0, cli_desc]);
+    assert_eq!(
+        (
+            s.regs("srv").r[0],
+            s.mem.get(srv_in, 4),
+            get_desc(&s, srv_desc).got_len
+        ),
+        (3, b"more".to_vec(), 4),
+        "the next message landed where the same descriptor receives"
+    );
+}
+
+#[test]
+fn a_reply_recv_descriptor_the_server_may_only_read_gives_the_reply_then_fails() {
+    let mut s = pair();
+    s.sys("cli", Sysno::Call, [0, 8, 0, 0, 0, 0]);
+    assert_eq!(s.sys("srv", Sysno::Recv, [0; 6]).r[0], 8);
+    let code0 = common::code(0);
+    put_desc(&mut s, code0, IpcDesc::EMPTY);
+    let r = s.sys("srv", Sysno::ReplyRecv, [0, 9, 0, 0, 0, code0]);
+    assert_eq!(
+        r.status(),
+        Err(Error::BadPointer),
+        "receiving writes the descriptor"
+    );
+    assert_eq!(
+        (s.state("cli"), s.regs("cli").r[0]),
+        (TaskState::Ready, 9),
+        "the reply, which only reads it, was given"
+    );
+}
+
+#[test]
 fn reply_with_no_caller_is_wrong_state() {
     let mut s = pair();
     assert_eq!(
