@@ -65,6 +65,8 @@ impl From<Status> for Refused {
     }
 }
 
+const _: () = assert!(PAGE_IDS <= 64, "the pin page's id sets are u64 masks");
+
 /// The pins the service took for the client's marks during one piece of work, by id
 /// (bit `i` for id `i < PAGE_IDS`).
 #[derive(Clone, Copy, Default)]
@@ -101,6 +103,9 @@ pub struct Service<'c, S: Nvm> {
     /// The page's marks as the last persist found them: the page is not checkpointed,
     /// this struct is (see `reload`).
     saved_marks: [u16; PAGE_IDS],
+    /// The ids whose table entry is not zero (bit `i` for id `i`), so that clearing the
+    /// table writes only those.
+    published: Cell<u64>,
 }
 
 impl<'c, S: Nvm + Counted> Service<'c, S> {
@@ -136,6 +141,7 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
             persist_writes: 0,
             pins: None,
             saved_marks: [0; PAGE_IDS],
+            published: Cell::new(0),
         })
     }
 
@@ -144,9 +150,9 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
     pub fn attach_pins(&mut self, page: PinPage) {
         for i in 0..PAGE_IDS {
             page.set_mark(i, 0);
-            page.set_entry(i, 0, 0);
         }
         self.pins = Some(page);
+        self.clear_table();
         self.saved_marks = [0; PAGE_IDS];
         self.publish_all();
     }
@@ -160,9 +166,7 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
         let r = heap.reload();
         if r.is_err() {
             self.heap = None;
-            if let Some(page) = self.pins {
-                (0..PAGE_IDS).for_each(|i| page.set_entry(i, 0, 0));
-            }
+            self.clear_table();
             return r;
         }
         // The page came back empty (or as garbage): the marks as the checkpoint's
@@ -173,8 +177,17 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
                 page.set_mark(i, m);
             }
         }
+        self.clear_table();
         self.publish_all();
         r
+    }
+
+    /// Clears every entry of the pin page's table (whatever the page holds).
+    fn clear_table(&self) {
+        if let Some(page) = self.pins {
+            (0..PAGE_IDS).for_each(|i| page.set_entry(i, 0, 0));
+        }
+        self.published.set(0);
     }
 
     /// Persists the heap (see `VnvHeap::persist`), counting what it writes (a failed
@@ -404,11 +417,13 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
         let (Some(page), Some(heap)) = (self.pins, self.heap.as_ref()) else {
             return f;
         };
-        let n = self.page_ids();
-        for i in 0..n {
-            page.set_entry(i, 0, 0);
+        let mut p = self.published.replace(0);
+        while p != 0 {
+            page.set_entry(p.trailing_zeros() as usize, 0, 0);
+            p &= p - 1;
         }
         compiler_fence(Ordering::SeqCst);
+        let n = self.page_ids();
         for i in 0..n {
             let m = page.mark(i);
             let size = self.sizes[i];
@@ -450,10 +465,13 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
         }
     }
 
-    /// Publishes every id's entry on the pin page.
+    /// Publishes every live object's entry on the pin page (the others are clear: the
+    /// table was cleared before any work that changed what is live or resident).
     fn publish_all(&self) {
         for i in 0..self.page_ids() {
-            self.publish(i as u16);
+            if self.sizes[i] != 0 {
+                self.publish(i as u16);
+            }
         }
     }
 
@@ -473,12 +491,18 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
             .as_ref()
             .filter(|_| size != 0)
             .and_then(|h| h.raw_resident(ObjectId::from_raw(id), &self.hints[i]));
+        let bit = 1u64 << i;
         match found {
             Some(r) if !r.pinned && r.offset <= ENTRY_OFFSET as usize => {
                 let dirty = if r.dirty { ENTRY_DIRTY } else { 0 };
                 page.set_entry(i, ENTRY_RESIDENT | dirty | r.offset as u32, size.into());
+                self.published.set(self.published.get() | bit);
             }
-            _ => page.set_entry(i, 0, 0),
+            _ if self.published.get() & bit != 0 => {
+                page.set_entry(i, 0, 0);
+                self.published.set(self.published.get() & !bit);
+            }
+            _ => {}
         }
     }
 }
