@@ -30,7 +30,8 @@
 //! handle (that frees).
 
 use crate::{Counted, StorageStats};
-use amber_heap_api::page::{ENTRY_DIRTY, ENTRY_OFFSET, ENTRY_RESIDENT, MARK_WRITE, PAGE_IDS};
+use amber_heap_api::page::{ENTRY_DIRTY, ENTRY_OFFSET, ENTRY_RESIDENT, PAGE_IDS};
+use amber_heap_api::page::{MARK_PINS, MARK_USED, MARK_WRITE, MARK_WROTE};
 use amber_heap_api::{
     PinPage, ServiceStats, Status, CHUNK, OP_ALLOC, OP_FREE, OP_PIN, OP_SIZE, OP_STATS, OP_UNPIN,
 };
@@ -431,6 +432,15 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
                 continue;
             }
             let (id, hint) = (ObjectId::from_raw(i as u16), &self.hints[i]);
+            if m & MARK_USED != 0 {
+                // Pins on the page since the last pass: the heap's hands hear of them
+                // now (a lie only changes which of its own objects stay cached).
+                page.set_mark(i, m & !(MARK_USED | MARK_WROTE));
+                heap.touch(id, m & MARK_WROTE != 0, hint);
+            }
+            if m & MARK_PINS == 0 {
+                continue;
+            }
             let Some(r) = heap.raw_resident(id, hint) else {
                 continue;
             };

@@ -768,6 +768,29 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
         Ok(())
     }
 
+    /// Tells the eviction and write-back hands that raw object `id` was used since they
+    /// last passed it, by pins a heap service does not see (its client's pin page): the
+    /// second chance a pin gives (`REF`), and for a write to a dirty object the one
+    /// making it dirty again gives (`WREF`). Nothing if it is not resident.
+    pub fn touch(&self, id: ObjectId, write: bool, hint: &Cell<u16>) {
+        let Ok(inner) = self.lock() else {
+            return;
+        };
+        if !inner.split() || id.0 >= inner.layout.max_objects {
+            return;
+        }
+        if let Some(u) = inner.find_resident(id.0, hint.get()) {
+            hint.set(u as u16);
+            let s = inner.state(u);
+            let wref = if write && s & state::DIRTY != 0 {
+                state::WREF
+            } else {
+                0
+            };
+            inner.set_state(u, s | state::REF | wref);
+        }
+    }
+
     /// Whether no object id is free now but a persist would free some: the id of a
     /// freed object is taken until its dead description is written (by a persist, or a
     /// write-back that needs the dirty room). A heap service asks for a checkpoint then,

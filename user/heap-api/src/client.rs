@@ -18,7 +18,8 @@
 //! still exclude a write guard while any other guard exists, so two handles cannot
 //! break the guards' rules, only make a `get_mut` fail with [`HeapError::Pinned`].
 
-use crate::page::{ENTRY_DIRTY, ENTRY_OFFSET, ENTRY_RESIDENT, MARK_READERS, MARK_WRITE};
+use crate::page::{ENTRY_DIRTY, ENTRY_OFFSET, ENTRY_RESIDENT};
+use crate::page::{MARK_PINS, MARK_READERS, MARK_USED, MARK_WRITE, MARK_WROTE};
 use crate::{Channel, Endpoint, HeapError, ObjectId, Persist, PinPage, Result, ServiceStats};
 use crate::{OP_ALLOC, OP_FREE, OP_PIN, OP_SIZE, OP_STATS, OP_UNPIN};
 use amber_user::Memory;
@@ -171,15 +172,15 @@ impl<C: Channel> Heap<C> {
         let i = usize::from(id);
         let was = page.mark(i);
         let marked = if write {
-            if was != 0 {
+            if was & MARK_PINS != 0 {
                 return None;
             }
-            MARK_WRITE
+            was | MARK_WRITE | MARK_USED | MARK_WROTE
         } else {
             if was & MARK_WRITE != 0 || was & MARK_READERS == MARK_READERS {
                 return None;
             }
-            was + 1
+            (was + 1) | MARK_USED
         };
         page.set_mark(i, marked);
         // The mark is stored before the entry is read (both volatile; the fence keeps
@@ -390,8 +391,10 @@ fn unmark(page: PinPage, id: u16, write: bool) {
         i,
         if write {
             m & !MARK_WRITE
+        } else if m & MARK_READERS != 0 {
+            m - 1
         } else {
-            m.saturating_sub(1)
+            m
         },
     );
 }

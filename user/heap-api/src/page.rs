@@ -8,7 +8,7 @@
 //!
 //! | offset | size | what | written by |
 //! |--------|------|------|------------|
-//! | 0 | `2 * PAGE_IDS` | marks: one `u16` per id, bit 15 [`MARK_WRITE`], bits 0..15 read pins | the client |
+//! | 0 | `2 * PAGE_IDS` | marks: one `u16` per id, bit 15 [`MARK_WRITE`], bit 14 [`MARK_USED`], bit 13 [`MARK_WROTE`], bits 0..13 read pins | the client (the service clears the use bits) |
 //! | 128 | `8 * PAGE_IDS` | table: per id `[entry u32][size u32]`; entry bit 31 [`ENTRY_RESIDENT`], bit 30 [`ENTRY_DIRTY`], bits 0..30 the object's offset in the window | the service |
 //!
 //! Only ids below [`PAGE_IDS`] have a mark and an entry; others always take the IPC path.
@@ -47,8 +47,16 @@ const _: () = assert!(TABLE_AT + 8 * PAGE_IDS <= PAGE_BYTES);
 
 /// A mark's write pin bit.
 pub const MARK_WRITE: u16 = 1 << 15;
+/// A mark's use bit: set by every pin taken on the page, cleared by the service when it
+/// tells the heap's second-chance hands (eviction, write-back) that the object was used.
+pub const MARK_USED: u16 = 1 << 14;
+/// A mark's write use bit: set by every write pin taken on the page, cleared with
+/// [`MARK_USED`].
+pub const MARK_WROTE: u16 = 1 << 13;
 /// A mark's read pin count.
-pub const MARK_READERS: u16 = MARK_WRITE - 1;
+pub const MARK_READERS: u16 = MARK_WROTE - 1;
+/// A mark's pins: the write pin bit and the read pin count.
+pub const MARK_PINS: u16 = MARK_WRITE | MARK_READERS;
 /// An entry's bit: the object is resident at the entry's offset and no IPC pin holds it.
 pub const ENTRY_RESIDENT: u32 = 1 << 31;
 /// An entry's bit: the object is dirty (a write pin takes no dirty budget).

@@ -346,7 +346,7 @@ fn stats_asks_once_with_no_object_and_decodes_the_reply() {
 // The pin page: the client's side of the protocol, with the test writing the
 // service's table by hand.
 
-use crate::page::{ENTRY_DIRTY, ENTRY_RESIDENT, MARK_WRITE, PAGE_BYTES};
+use crate::page::{ENTRY_DIRTY, ENTRY_RESIDENT, MARK_PINS, MARK_USED, MARK_WRITE, PAGE_BYTES};
 use crate::PinPage;
 
 /// A page in host memory and a heap that uses it.
@@ -378,15 +378,20 @@ fn a_published_object_is_pinned_on_the_page_and_released_there() {
     let requests = m.borrow().log.len();
     let r1 = heap.get_ref(&h).unwrap();
     let r2 = heap.get_ref(&h).unwrap();
-    assert_eq!((*r1, *r2, page.mark(id.into())), (7, 7, 2));
+    assert_eq!((*r1, *r2, (page.mark(id.into()) & MARK_PINS)), (7, 7, 2));
     r1.release().unwrap();
     drop(r2);
-    assert_eq!(page.mark(id.into()), 0);
+    assert_eq!((page.mark(id.into()) & MARK_PINS), 0);
+    assert_ne!(
+        page.mark(id.into()) & MARK_USED,
+        0,
+        "used, for the service to tell"
+    );
     let mut g = heap.get_mut(&mut h).unwrap();
-    assert_eq!(page.mark(id.into()), MARK_WRITE);
+    assert_eq!((page.mark(id.into()) & MARK_PINS), MARK_WRITE);
     *g = 9;
     drop(g);
-    assert_eq!(page.mark(id.into()), 0);
+    assert_eq!((page.mark(id.into()) & MARK_PINS), 0);
     assert_eq!(m.borrow().log.len(), requests, "no request at all");
     let off = m.borrow().objects[usize::from(id)].unwrap().off;
     assert_eq!(
@@ -450,10 +455,14 @@ fn the_clients_own_marks_keep_its_fast_pins_apart() {
     let pins = m.borrow().count(OP_PIN);
     drop(heap.get_mut(&mut h2).unwrap());
     assert_eq!(m.borrow().count(OP_PIN), pins + 1);
-    assert_eq!(page.mark(id.into()), 1, "the read mark untouched");
+    assert_eq!(
+        (page.mark(id.into()) & MARK_PINS),
+        1,
+        "the read mark untouched"
+    );
     drop(r);
     let w = heap.get_mut(&mut h2).unwrap();
-    assert_eq!(page.mark(id.into()), MARK_WRITE);
+    assert_eq!((page.mark(id.into()) & MARK_PINS), MARK_WRITE);
     drop(heap.get_ref(&h).unwrap());
     assert_eq!(
         m.borrow().count(OP_PIN),
@@ -461,6 +470,6 @@ fn the_clients_own_marks_keep_its_fast_pins_apart() {
         "a read under a write mark asks too"
     );
     drop(w);
-    assert_eq!(page.mark(id.into()), 0);
+    assert_eq!((page.mark(id.into()) & MARK_PINS), 0);
     let _ = h2.into_id();
 }
