@@ -2,7 +2,8 @@
 //! need the kernel, so that it runs and is tested on the host.
 //!
 //! - `service.rs`: the requests of the `amber-heap-api` protocol on a vNV-Heap of
-//!   untyped byte objects, owned by the badge of the client that allocated them;
+//!   untyped byte objects, owned by the badge of the client that allocated them, and
+//!   the service's side of the client's pin page (pins of resident objects without IPC);
 //! - `storage.rs`: the heap's storage, the SPI FRAM through the SPI driver task, as an
 //!   `Nvm` that splits accesses into the driver's 256-byte calls and counts them;
 //! - `bound.rs`: the worst persist and request (bytes, writes, instructions) from the

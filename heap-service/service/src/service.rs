@@ -13,16 +13,31 @@
 //! `into_id`); the only state held across requests is the heap's own (pins included)
 //! and this struct's table of sizes and cache hints, both in checkpointed memory. It
 //! also counts what its persists write, so that `OP_STATS` can split the storage's
-//! counters into persists and everything else. It must never panic on a request, never
-//! trust a word of the arena (the client writes it), and never drop an array handle
-//! (that frees).
+//! counters into persists and everything else.
+//!
+//! With a pin page (`attach_pins`; protocol in `amber_heap_api::page`) the service also
+//! publishes, per id, where a resident object no IPC pin holds lies, so that the client
+//! pins it without IPC by a mark on the page. Before any work that may evict an object
+//! or make a dirty one clean (`OP_ALLOC`, `OP_FREE`, `OP_PIN`, a persist), it clears the
+//! whole table, then reads the marks and takes a pin of its own for each marked
+//! resident object (a write pin for a write mark on a dirty one, else a read pin) so the
+//! heap keeps it in place (and dirty); after the work it drops those pins and publishes
+//! the table again. A persist also copies the marks into this struct (checkpointed), and
+//! a reload writes them back, so the client's fast pins survive a restore as its IPC
+//! pins do. It must never panic on a request, never trust a word of the arena or of
+//! the pin page's marks beyond "keep this object in place" (the client writes both),
+//! never read the page's table (the client can write it too), and never drop an array
+//! handle (that frees).
 
 use crate::{Counted, StorageStats};
+use amber_heap_api::page::{ENTRY_DIRTY, ENTRY_OFFSET, ENTRY_RESIDENT, PAGE_IDS};
+use amber_heap_api::page::{MARK_PINS, MARK_USED, MARK_WRITE, MARK_WROTE};
 use amber_heap_api::{
-    ServiceStats, Status, CHUNK, OP_ALLOC, OP_FREE, OP_PIN, OP_SIZE, OP_STATS, OP_UNPIN,
+    PinPage, ServiceStats, Status, CHUNK, OP_ALLOC, OP_FREE, OP_PIN, OP_SIZE, OP_STATS, OP_UNPIN,
 };
 use amber_nvm::Nvm;
 use core::cell::Cell;
+use core::sync::atomic::{compiler_fence, Ordering};
 use vnv_heap::{Config, HeapError, ObjectId, VnvHeap};
 
 /// Most object ids a service's heap may have (the size table's length).
@@ -51,6 +66,22 @@ impl From<Status> for Refused {
     }
 }
 
+const _: () = assert!(PAGE_IDS <= 64, "the pin page's id sets are u64 masks");
+
+/// The pins the service took for the client's marks during one piece of work, by id
+/// (bit `i` for id `i < PAGE_IDS`).
+#[derive(Clone, Copy, Default)]
+struct Folded {
+    read: u64,
+    write: u64,
+}
+
+impl Folded {
+    fn holds(&self, id: u16) -> bool {
+        (self.read | self.write) & 1u64.checked_shl(id.into()).unwrap_or(0) != 0
+    }
+}
+
 /// One client's heap service: the heap (metadata in checkpointed memory, arena shared
 /// with the client) and the size and cache hint of each object.
 pub struct Service<'c, S: Nvm> {
@@ -68,6 +99,14 @@ pub struct Service<'c, S: Nvm> {
     persists: u64,
     persist_bytes: u64,
     persist_writes: u64,
+    /// The client's pin page, if it has one.
+    pins: Option<PinPage>,
+    /// The page's marks as the last persist found them: the page is not checkpointed,
+    /// this struct is (see `reload`).
+    saved_marks: [u16; PAGE_IDS],
+    /// The ids whose table entry is not zero (bit `i` for id `i`), so that clearing the
+    /// table writes only those.
+    published: Cell<u64>,
 }
 
 impl<'c, S: Nvm + Counted> Service<'c, S> {
@@ -101,7 +140,22 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
             persists: 0,
             persist_bytes: 0,
             persist_writes: 0,
+            pins: None,
+            saved_marks: [0; PAGE_IDS],
+            published: Cell::new(0),
         })
+    }
+
+    /// Gives the service its client's pin page (right after `format`, before the
+    /// client runs): clears its marks and publishes the table.
+    pub fn attach_pins(&mut self, page: PinPage) {
+        for i in 0..PAGE_IDS {
+            page.set_mark(i, 0);
+        }
+        self.pins = Some(page);
+        self.clear_table();
+        self.saved_marks = [0; PAGE_IDS];
+        self.publish_all();
     }
 
     /// After a restore: the heap's metadata and this struct came back from the
@@ -113,17 +167,45 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
         let r = heap.reload();
         if r.is_err() {
             self.heap = None;
+            self.clear_table();
+            return r;
         }
+        // The page came back empty (or as garbage): the marks as the checkpoint's
+        // persist saw them, which the client's restored memory matches, and the table
+        // from the heap's metadata. Their objects are resident: the persist held them.
+        if let Some(page) = self.pins {
+            for (i, &m) in self.saved_marks.iter().enumerate() {
+                page.set_mark(i, m);
+            }
+        }
+        self.clear_table();
+        self.publish_all();
         r
+    }
+
+    /// Clears every entry of the pin page's table (whatever the page holds).
+    fn clear_table(&self) {
+        if let Some(page) = self.pins {
+            (0..PAGE_IDS).for_each(|i| page.set_entry(i, 0, 0));
+        }
+        self.published.set(0);
     }
 
     /// Persists the heap (see `VnvHeap::persist`), counting what it writes (a failed
     /// persist too: its writes reached the storage).
     pub fn persist(&mut self) -> Result<(), HeapError> {
+        let folded = self.fold();
+        if let Some(page) = self.pins {
+            for (i, m) in self.saved_marks.iter_mut().enumerate() {
+                *m = page.mark(i);
+            }
+        }
         let heap = self.heap.as_ref().ok_or(HeapError::Poisoned)?;
         let before = heap.with_storage(Counted::counted);
         let r = heap.persist();
         let d = heap.with_storage(Counted::counted).since(&before);
+        self.unfold(folded);
+        self.publish_all();
         self.persists += 1;
         self.persist_bytes += d.bytes_written;
         self.persist_writes += d.writes;
@@ -154,6 +236,12 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
         self.heap.as_ref()
     }
 
+    /// Whether the next allocation would find no free id although a persist would free
+    /// some (see `VnvHeap::ids_wait_for_persist`): the task takes a checkpoint first.
+    pub fn ids_wait_for_persist(&self) -> bool {
+        self.heap.as_ref().is_some_and(|h| h.ids_wait_for_persist())
+    }
+
     /// The heap error behind the last `Failed` reply, once.
     pub fn take_failure(&mut self) -> Option<HeapError> {
         self.failure.take()
@@ -165,9 +253,16 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
     /// carries.
     pub fn handle(&mut self, words: [u32; 4], out: &mut [u8; CHUNK]) -> ([u32; 4], usize) {
         let [op, a, b, _] = words;
+        // The requests that may evict or write back run with the client's marks held.
+        let folds = matches!(op, OP_ALLOC | OP_FREE | OP_PIN);
+        let folded = if folds {
+            self.fold()
+        } else {
+            Folded::default()
+        };
         let r = match op {
             OP_ALLOC => self.alloc(a).map(|id| (id, 0)),
-            OP_FREE => self.free(a).map(|()| (0, 0)),
+            OP_FREE => self.free(a, &folded).map(|()| (0, 0)),
             // From the table: no storage read.
             OP_SIZE => self.size_of(a).map(|n| (n, 0)),
             OP_PIN => self.pin(a, b).map(|off| (off, 0)),
@@ -179,6 +274,14 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
             }
             _ => Err(Refused::Status(Status::BadRequest)),
         };
+        if folds {
+            self.unfold(folded);
+            self.publish_all();
+        } else if op == OP_UNPIN {
+            if let Ok(id) = self.id(a) {
+                self.publish(id);
+            }
+        }
         let size = if op == OP_PIN {
             self.size_of(a).unwrap_or(0)
         } else {
@@ -241,8 +344,12 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
         Ok(id.into())
     }
 
-    fn free(&mut self, raw: u32) -> Result<(), Refused> {
+    fn free(&mut self, raw: u32, folded: &Folded) -> Result<(), Refused> {
         let id = self.id(raw)?;
+        if folded.holds(id) {
+            // A guard on the pin page still points at it.
+            return Err(Status::Pinned.into());
+        }
         let heap = self.live_heap()?;
         let arr = heap.array_from_id::<u8>(ObjectId::from_raw(id))?;
         heap.free_array(arr)?;
@@ -289,5 +396,123 @@ impl<'c, S: Nvm + Counted> Service<'c, S> {
         let heap = self.live_heap()?;
         heap.unpin(ObjectId::from_raw(id), write, &self.hints[usize::from(id)])?;
         Ok(())
+    }
+
+    /// Ids the pin page covers in this heap.
+    fn page_ids(&self) -> usize {
+        PAGE_IDS.min(self.config.max_objects.into())
+    }
+
+    /// Holds the client's marks as pins of the heap, before work that may evict an
+    /// object or make a dirty one clean. The table is cleared first and the marks read
+    /// second; the client marks first and reads the table second (one hart: program
+    /// order is memory order, and the compiler keeps the order of these volatile
+    /// accesses, the fence keeps the rest out). So a client that read a live entry had
+    /// marked before this reads its mark, and is held here; a mark this misses came
+    /// after the clearing, and its client finds the entry cleared and takes its mark
+    /// back. A marked object that is not resident is no client's fast pin (its entry was
+    /// never published since), so nothing is loaded for it. A pin the heap refuses is
+    /// not needed: the object is pinned already (by an IPC pin).
+    fn fold(&self) -> Folded {
+        let mut f = Folded::default();
+        let (Some(page), Some(heap)) = (self.pins, self.heap.as_ref()) else {
+            return f;
+        };
+        let mut p = self.published.replace(0);
+        while p != 0 {
+            page.set_entry(p.trailing_zeros() as usize, 0, 0);
+            p &= p - 1;
+        }
+        compiler_fence(Ordering::SeqCst);
+        let n = self.page_ids();
+        for i in 0..n {
+            let m = page.mark(i);
+            let size = self.sizes[i];
+            if m == 0 || size == 0 {
+                continue;
+            }
+            let (id, hint) = (ObjectId::from_raw(i as u16), &self.hints[i]);
+            if m & MARK_USED != 0 {
+                // Pins on the page since the last pass: the heap's hands hear of them
+                // now (a lie only changes which of its own objects stay cached).
+                page.set_mark(i, m & !(MARK_USED | MARK_WROTE));
+                heap.touch(id, m & MARK_WROTE != 0, hint);
+            }
+            if m & MARK_PINS == 0 {
+                continue;
+            }
+            let Some(r) = heap.raw_resident(id, hint) else {
+                continue;
+            };
+            // A write mark on a clean object is being taken back (the table never said
+            // dirty) or a lie: a read pin keeps it in place without dirtying it.
+            let write = m & MARK_WRITE != 0 && r.dirty;
+            if heap.pin(id, size, write, hint).is_ok() {
+                if write {
+                    f.write |= 1 << i;
+                } else {
+                    f.read |= 1 << i;
+                }
+            }
+        }
+        f
+    }
+
+    /// Drops the pins [`fold`](Self::fold) took.
+    fn unfold(&self, f: Folded) {
+        let Some(heap) = self.heap.as_ref() else {
+            return;
+        };
+        for i in 0..self.page_ids() {
+            let bit = 1u64 << i;
+            if (f.read | f.write) & bit != 0 {
+                let _ = heap.unpin(
+                    ObjectId::from_raw(i as u16),
+                    f.write & bit != 0,
+                    &self.hints[i],
+                );
+            }
+        }
+    }
+
+    /// Publishes every live object's entry on the pin page (the others are clear: the
+    /// table was cleared before any work that changed what is live or resident).
+    fn publish_all(&self) {
+        for i in 0..self.page_ids() {
+            if self.sizes[i] != 0 {
+                self.publish(i as u16);
+            }
+        }
+    }
+
+    /// Publishes id `id`'s entry: resident at its offset (and whether dirty) if no pin of
+    /// the heap holds it, else nothing (the client then pins by IPC, and the heap
+    /// arbitrates between its pins).
+    fn publish(&self, id: u16) {
+        let (Some(page), i) = (self.pins, usize::from(id)) else {
+            return;
+        };
+        if i >= self.page_ids() {
+            return;
+        }
+        let size = self.sizes[i];
+        let found = self
+            .heap
+            .as_ref()
+            .filter(|_| size != 0)
+            .and_then(|h| h.raw_resident(ObjectId::from_raw(id), &self.hints[i]));
+        let bit = 1u64 << i;
+        match found {
+            Some(r) if !r.pinned && r.offset <= ENTRY_OFFSET as usize => {
+                let dirty = if r.dirty { ENTRY_DIRTY } else { 0 };
+                page.set_entry(i, ENTRY_RESIDENT | dirty | r.offset as u32, size.into());
+                self.published.set(self.published.get() | bit);
+            }
+            _ if self.published.get() & bit != 0 => {
+                page.set_entry(i, 0, 0);
+                self.published.set(self.published.get() & !bit);
+            }
+            _ => {}
+        }
     }
 }

@@ -60,6 +60,7 @@ impl Channel for Local<'_, '_, '_> {
         recv: &mut [u8],
     ) -> Result<([u32; 4], usize), Error> {
         assert!(send.len() <= CHUNK, "the kernel copies at most 256 bytes");
+        CALLS.with(|c| c.set(c.get() + 1));
         let mut out = [0u8; CHUNK];
         let (w, n) = self.svc.borrow_mut().handle(words, &mut out);
         let got = n.min(recv.len());
@@ -564,4 +565,321 @@ fn every_request_and_persist_stays_within_the_bounds_computed_from_the_configura
         }
     }
     assert!(requests.get() > 5000 && persists > 100);
+}
+
+// The pin page (`amber_heap_api::page`): pins of resident objects without IPC.
+
+use amber_heap_api::page::{
+    ENTRY_DIRTY, ENTRY_RESIDENT, MARK_PINS, MARK_USED, MARK_WRITE, PAGE_BYTES,
+};
+use amber_heap_api::PinPage;
+use std::ptr::NonNull;
+
+thread_local! {
+    /// Requests the `Local` channels of this test's thread made.
+    static CALLS: Cell<u32> = const { Cell::new(0) };
+}
+
+fn calls() -> u32 {
+    CALLS.with(Cell::get)
+}
+
+/// A pin page in host memory (4-aligned, zeros).
+struct Page(Vec<u32>);
+
+impl Page {
+    fn new() -> Page {
+        Page(vec![0; PAGE_BYTES / 4])
+    }
+
+    fn page(&mut self) -> PinPage {
+        // SAFETY: PAGE_BYTES of 4-aligned memory this struct owns, outliving the test's
+        // use of it, accessed only through the page's volatile accesses.
+        unsafe { PinPage::new(NonNull::new(self.0.as_mut_ptr().cast::<u8>()).unwrap()) }
+    }
+}
+
+/// A service with a pin page and its client using it.
+fn with_pins<'a, 'c, 's>(svc: &'a RefCell<Svc<'c, 's>>, page: PinPage) -> Heap<Local<'a, 'c, 's>> {
+    svc.borrow_mut().attach_pins(page);
+    // SAFETY: the page is this client's alone.
+    unsafe { client(svc, 1).with_pins(page) }
+}
+
+/// The arena offset of object `id` if the service's heap has it resident.
+fn resident(svc: &RefCell<Svc<'_, '_>>, id: u16) -> Option<vnv_heap::RawResident> {
+    let hint = Cell::new(u16::MAX);
+    svc.borrow()
+        .heap()
+        .unwrap()
+        .raw_resident(vnv_heap::ObjectId::from_raw(id), &hint)
+}
+
+/// Fills the 2 KiB arena through IPC pins of other objects, so that every unpinned
+/// object is evicted.
+fn flood<'a, 'c, 's>(heap: &Heap<Local<'a, 'c, 's>>, fillers: &[Handle<Value, Local<'a, 'c, 's>>]) {
+    for f in fillers {
+        heap.get(f).unwrap();
+    }
+}
+
+#[test]
+fn pins_of_a_resident_object_take_no_request_and_a_clean_one_is_written_by_ipc_once() {
+    let mut rig = Rig::new();
+    let [b0, _] = &mut rig.bufs;
+    let mut page = Page::new();
+    let svc = RefCell::new(format(&rig.fram, &rig.stats, b0, config()));
+    let heap = with_pins(&svc, page.page());
+    let mut h = heap.alloc(41u64).unwrap();
+    let before = calls();
+    for _ in 0..3 {
+        assert_eq!(heap.get(&h).unwrap(), 41);
+    }
+    // New, so dirty: the write pin takes no dirty budget, and no request either.
+    heap.set(&mut h, 42).unwrap();
+    assert_eq!(calls(), before, "every pin was on the page");
+    svc.borrow_mut().persist().unwrap();
+    // Clean now: the first write pin asks the service (dirty budget), its release too;
+    // then the object is dirty and on the page again.
+    heap.set(&mut h, 43).unwrap();
+    assert_eq!(calls(), before + 2);
+    heap.set(&mut h, 44).unwrap();
+    assert_eq!(heap.get(&h).unwrap(), 44);
+    assert_eq!(calls(), before + 2);
+    let id = h.id().raw();
+    let (entry, size) = page.page().entry(id.into());
+    assert_eq!(
+        entry & (ENTRY_RESIDENT | ENTRY_DIRTY),
+        ENTRY_RESIDENT | ENTRY_DIRTY
+    );
+    assert_eq!(size, 8);
+    assert_eq!(
+        (page.page().mark(id.into()) & MARK_PINS),
+        0,
+        "every guard took its mark back"
+    );
+    // The use bits the page's pins left are the service's to clear, on its next pass
+    // (here a persist), when it tells the heap's hands.
+    assert_ne!(page.page().mark(id.into()) & MARK_USED, 0);
+    svc.borrow_mut().persist().unwrap();
+    assert_eq!(page.page().mark(id.into()), 0);
+}
+
+#[test]
+fn a_marked_object_is_never_evicted_and_an_unmarked_one_leaves_the_table_first() {
+    let mut rig = Rig::new();
+    let [b0, _] = &mut rig.bufs;
+    let mut page = Page::new();
+    let svc = RefCell::new(format(&rig.fram, &rig.stats, b0, config()));
+    let heap = with_pins(&svc, page.page());
+    let h = heap.alloc(value(1, 1)).unwrap();
+    let fillers: Vec<_> = (2..10).map(|k| heap.alloc(value(k, 0)).unwrap()).collect();
+    svc.borrow_mut().persist().unwrap();
+    heap.get(&h).unwrap();
+    let id = usize::from(h.id().raw());
+    let p = page.page();
+    // The race: the client marked, then the service evicts before the client reads the
+    // table. Here the guard is simply held (it marked and read the table), and the
+    // bare mark below (no table read yet) is the same to the service.
+    let g = heap.get_ref(&h).unwrap();
+    assert_eq!((p.mark(id) & MARK_PINS), 1);
+    let at = resident(&svc, id as u16).unwrap().offset;
+    flood(&heap, &fillers);
+    assert_eq!(
+        resident(&svc, id as u16).map(|r| r.offset),
+        Some(at),
+        "kept in place"
+    );
+    assert_eq!(*g, value(1, 1));
+    drop(g);
+    p.set_mark(id, 1);
+    flood(&heap, &fillers);
+    let (entry, _) = p.entry(id);
+    assert_eq!(resident(&svc, id as u16).map(|r| r.offset), Some(at));
+    assert_eq!(entry & ENTRY_RESIDENT, ENTRY_RESIDENT, "published again");
+    p.set_mark(id, 0);
+    flood(&heap, &fillers);
+    assert!(resident(&svc, id as u16).is_none(), "evicted once unmarked");
+    assert_eq!(p.entry(id), (0, 0), "and its entry cleared");
+    // The other order: the service cleared the entry before the client's mark, so the
+    // client reads "not resident", takes its mark back and pins by IPC.
+    let before = calls();
+    assert_eq!(heap.get(&h).unwrap(), value(1, 1));
+    assert_eq!(calls(), before + 2, "pin and unpin by IPC");
+    assert_eq!((p.mark(id) & MARK_PINS), 0);
+}
+
+#[test]
+fn a_persist_keeps_a_write_marked_object_dirty() {
+    let mut rig = Rig::new();
+    let [b0, _] = &mut rig.bufs;
+    let mut page = Page::new();
+    let svc = RefCell::new(format(&rig.fram, &rig.stats, b0, config()));
+    let heap = with_pins(&svc, page.page());
+    let mut h = heap.alloc(value(1, 1)).unwrap();
+    let id = usize::from(h.id().raw());
+    let before = calls();
+    let mut g = heap.get_mut(&mut h).unwrap();
+    assert_eq!(
+        (calls(), (page.page().mark(id) & MARK_PINS)),
+        (before, MARK_WRITE)
+    );
+    g.version = 2;
+    // The checkpoint's persist writes the object as it is and must leave it dirty:
+    // the guard writes on after it.
+    svc.borrow_mut().persist().unwrap();
+    assert!(resident(&svc, id as u16).unwrap().dirty);
+    g.version = 3;
+    g.release().unwrap();
+    svc.borrow_mut().persist().unwrap();
+    // A power cut now: the arena is gone, the FRAM holds the last persist.
+    let arena = svc.borrow().heap().unwrap().arena_ptr();
+    // SAFETY: no guard is held; the test plays the power cut.
+    unsafe { std::ptr::write_bytes(arena, 0xA5, ARENA as usize) };
+    svc.borrow_mut().reload().unwrap();
+    assert_eq!(
+        heap.get(&h).unwrap().version,
+        3,
+        "the change after the first persist"
+    );
+    // Without the mark the persist makes it clean, and the table says so.
+    svc.borrow_mut().persist().unwrap();
+    assert!(!resident(&svc, id as u16).unwrap().dirty);
+    assert_eq!(page.page().entry(id).0 & ENTRY_DIRTY, 0);
+}
+
+#[test]
+fn fast_guards_held_across_a_persist_and_a_restore_keep_their_marks_and_bytes() {
+    let mut rig = Rig::new();
+    let [b0, _] = &mut rig.bufs;
+    let mut page = Page::new();
+    let svc = RefCell::new(format(&rig.fram, &rig.stats, b0, config()));
+    let heap = with_pins(&svc, page.page());
+    let mut a = heap.alloc(value(1, 1)).unwrap();
+    let b = heap.alloc(5u64).unwrap();
+    let (ia, ib) = (usize::from(a.id().raw()), usize::from(b.id().raw()));
+    let before = calls();
+    let mut g = heap.get_mut(&mut a).unwrap();
+    let r = heap.get_ref(&b).unwrap();
+    let r2 = heap.get_ref(&b).unwrap();
+    assert_eq!(calls(), before, "all three on the page");
+    g.version = 2;
+    svc.borrow_mut().persist().unwrap();
+    // Power cut: the arena and the page are lost; the service's memory and the FRAM
+    // come back.
+    let arena = svc.borrow().heap().unwrap().arena_ptr();
+    // SAFETY: the guards are not dereferenced until the reload wrote their bytes back;
+    // the page is written only through its accessors elsewhere.
+    unsafe {
+        std::ptr::write_bytes(arena, 0xA5, ARENA as usize);
+        std::ptr::write_bytes(page.0.as_mut_ptr(), 0xA5, page.0.len());
+    }
+    svc.borrow_mut().reload().unwrap();
+    let p = page.page();
+    assert_eq!(
+        ((p.mark(ia) & MARK_PINS), (p.mark(ib) & MARK_PINS)),
+        (MARK_WRITE, 2),
+        "marks as at the persist"
+    );
+    assert_eq!((p.mark(ia + ib + 1) & MARK_PINS), 0);
+    assert_eq!((g.version, g.payload), (2, value(1, 1).payload));
+    assert_eq!((*r, *r2), (5, 5));
+    g.version = 3;
+    g.release().unwrap();
+    r.release().unwrap();
+    drop(r2);
+    assert_eq!(((p.mark(ia) & MARK_PINS), (p.mark(ib) & MARK_PINS)), (0, 0));
+    assert_eq!(calls(), before, "released on the page");
+    svc.borrow_mut().persist().unwrap();
+    assert_eq!(heap.get(&a).unwrap().version, 3);
+    assert_eq!(calls(), before, "and published again after the restore");
+}
+
+#[test]
+fn a_lying_client_harms_nothing_but_its_own_view() {
+    let mut rig = Rig::new();
+    let [b0, _] = &mut rig.bufs;
+    let mut page = Page::new();
+    let svc = RefCell::new(format(&rig.fram, &rig.stats, b0, config()));
+    let heap = with_pins(&svc, page.page());
+    let p = page.page();
+    let h = heap.alloc(value(1, 1)).unwrap();
+    let fillers: Vec<_> = (2..10).map(|k| heap.alloc(value(k, 0)).unwrap()).collect();
+    svc.borrow_mut().persist().unwrap();
+    heap.get(&h).unwrap();
+    let id = usize::from(h.id().raw());
+    let dirty = svc.borrow().heap().unwrap().dirty_bytes();
+    // Write marks on a clean object and on free ids, every mark everywhere, a forged
+    // table: the service only keeps marked resident objects in place.
+    for i in 0..64 {
+        p.set_mark(i, if i == id { MARK_WRITE } else { u16::MAX });
+        p.set_entry(i, ENTRY_RESIDENT | ENTRY_DIRTY | 8, 8);
+    }
+    svc.borrow_mut().persist().unwrap();
+    // Every resident object held: this client's own request may find no room (its
+    // lie, its heap), but it is served without harm.
+    let got = heap.get(&fillers[7]);
+    assert!(
+        matches!(got, Ok(v) if v == value(9, 0)) || got == Err(HeapError::CacheFull),
+        "{got:?}"
+    );
+    assert_eq!(
+        svc.borrow().heap().unwrap().dirty_bytes(),
+        dirty,
+        "a write mark on a clean object takes no dirty budget"
+    );
+    assert!(!resident(&svc, id as u16).unwrap().dirty);
+    // The service rewrote the table from its own metadata.
+    let (entry, size) = p.entry(id);
+    assert_eq!(
+        (entry & (ENTRY_RESIDENT | ENTRY_DIRTY), size),
+        (ENTRY_RESIDENT, 288)
+    );
+    // A forged entry of an id without an object misleads no handle: there is none.
+    assert_eq!(
+        heap.from_id::<u64>(vnv_heap::ObjectId::from_raw(31))
+            .unwrap_err(),
+        HeapError::NoSuchObject
+    );
+    // A marked object is not freed under its (claimed) guard.
+    let h2: Handle<Value, _> = heap.from_id(h.id()).unwrap();
+    assert_eq!(heap.free(h2).unwrap_err(), HeapError::Pinned);
+    for i in 0..64 {
+        p.set_mark(i, 0);
+    }
+    heap.free(h).unwrap();
+    for (k, f) in fillers.iter().enumerate() {
+        assert_eq!(heap.get(f).unwrap(), value(k as u32 + 2, 0));
+    }
+}
+
+#[test]
+fn freed_ids_waiting_for_the_persist_are_reported_once_no_other_is_free() {
+    let mut rig = Rig::new();
+    let [b0, _] = &mut rig.bufs;
+    let svc = RefCell::new(format(&rig.fram, &rig.stats, b0, config()));
+    let heap = client(&svc, 1);
+    let mut all: Vec<_> = (0..32).map(|k| heap.alloc(k as u8 + 1).unwrap()).collect();
+    assert_eq!(heap.alloc(0u8).unwrap_err(), HeapError::OutOfIds);
+    assert!(!svc.borrow().ids_wait_for_persist(), "no id freed");
+    // Objects on the FRAM: their frees wait for a dead description (a new object's
+    // free does not).
+    svc.borrow_mut().persist().unwrap();
+    heap.free(all.pop().unwrap()).unwrap();
+    assert!(svc.borrow().ids_wait_for_persist());
+    assert_eq!(heap.alloc(0u8).unwrap_err(), HeapError::OutOfIds);
+    svc.borrow_mut().persist().unwrap();
+    assert!(!svc.borrow().ids_wait_for_persist());
+    all.push(heap.alloc(0u8).unwrap());
+    heap.free(all.pop().unwrap()).unwrap();
+    assert!(
+        !svc.borrow().ids_wait_for_persist(),
+        "a new object's id is free at once"
+    );
+    heap.free(all.pop().unwrap()).unwrap();
+    all.push(heap.alloc(0u8).unwrap());
+    assert!(
+        svc.borrow().ids_wait_for_persist(),
+        "the last free id taken"
+    );
 }

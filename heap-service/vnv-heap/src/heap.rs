@@ -47,6 +47,17 @@ pub struct VnvHeap<'c, S: Nvm> {
     _cache: PhantomData<&'c mut [u8]>,
 }
 
+/// A resident raw object as [`VnvHeap::raw_resident`] finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawResident {
+    /// Its bytes' offset in the arena (as [`VnvHeap::pin`] returns it).
+    pub offset: usize,
+    /// It differs from its copy on storage.
+    pub dirty: bool,
+    /// Pins of the heap hold it (raw pins, for a service's heap).
+    pub pinned: bool,
+}
+
 pub(crate) struct Inner<S> {
     pub(crate) storage: S,
     pub(crate) config: Config,
@@ -755,6 +766,74 @@ impl<'c, S: Nvm> VnvHeap<'c, S> {
             inner.set_state(u, s - state::READER);
         }
         Ok(())
+    }
+
+    /// Tells the eviction and write-back hands that raw object `id` was used since they
+    /// last passed it, by pins a heap service does not see (its client's pin page): the
+    /// second chance a pin gives (`REF`), and for a write to a dirty object the one
+    /// making it dirty again gives (`WREF`). Nothing if it is not resident.
+    pub fn touch(&self, id: ObjectId, write: bool, hint: &Cell<u16>) {
+        let Ok(inner) = self.lock() else {
+            return;
+        };
+        if !inner.split() || id.0 >= inner.layout.max_objects {
+            return;
+        }
+        if let Some(u) = inner.find_resident(id.0, hint.get()) {
+            hint.set(u as u16);
+            let s = inner.state(u);
+            let wref = if write && s & state::DIRTY != 0 {
+                state::WREF
+            } else {
+                0
+            };
+            inner.set_state(u, s | state::REF | wref);
+        }
+    }
+
+    /// Whether no object id is free now but a persist would free some: the id of a
+    /// freed object is taken until its dead description is written (by a persist, or a
+    /// write-back that needs the dirty room). A heap service asks for a checkpoint then,
+    /// before an allocation fails for want of one. One step per id bitmap word.
+    pub fn ids_wait_for_persist(&self) -> bool {
+        let inner = self.inner.borrow();
+        let r = &inner.ram;
+        let n = u32::from(inner.layout.max_objects);
+        let mut waiting = false;
+        inner.step(r.id_live.words());
+        for i in 0..r.id_live.words() {
+            let below = n.saturating_sub(32 * i);
+            let valid = if below >= 32 {
+                u32::MAX
+            } else {
+                (1 << below) - 1
+            };
+            let used = (r.id_live.word(i) | r.id_held.word(i)) & valid;
+            let freed = r.id_ddirty.word(i) & !r.id_hdone.word(i) & !used & valid;
+            if !(used | freed) & valid != 0 {
+                return false;
+            }
+            waiting |= freed != 0;
+        }
+        waiting
+    }
+
+    /// Where raw object `id` lies, if it is resident (split heaps; any hint is safe):
+    /// its offset in the arena and state, without pinning, loading or scanning beyond
+    /// the hint (a stale hint of a resident object scans the units, as a pin would).
+    pub fn raw_resident(&self, id: ObjectId, hint: &Cell<u16>) -> Option<RawResident> {
+        let inner = self.inner.borrow();
+        if !inner.split() || id.0 >= inner.layout.max_objects {
+            return None;
+        }
+        let u = inner.find_resident(id.0, hint.get())?;
+        hint.set(u as u16);
+        let s = inner.state(u);
+        Some(RawResident {
+            offset: inner.data_ptr(u) as usize - inner.ram.arena as usize,
+            dirty: s & state::DIRTY != 0,
+            pinned: state::pinned(s),
+        })
     }
 
     /// After a restore of the RAM metadata (split heaps only): reads every resident

@@ -65,7 +65,7 @@ pub use config::{
 pub use error::HeapError;
 pub use guard::{Ref, RefMut};
 pub use handle::{ArrayHandle, Handle, ObjectId};
-pub use heap::VnvHeap;
+pub use heap::{RawResident, VnvHeap};
 pub use queue::Queue;
 
 /// Result of heap operations.

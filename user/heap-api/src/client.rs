@@ -6,7 +6,10 @@
 //! Guards borrow the handle: a [`Ref`] shares it, a [`RefMut`] borrows it mutably, so a
 //! guard cannot outlive its handle and two guards that would conflict do not compile.
 //! A guard holds a pin on the object (`OP_PIN`), released when it goes (`OP_UNPIN`), and
-//! derefs to the object's bytes in the window, where the pin keeps them in place. This
+//! derefs to the object's bytes in the window, where the pin keeps them in place. A heap
+//! given its pin page ([`Heap::with_pins`]) first tries to pin on the page (no IPC; see
+//! `page.rs`): a read pin of a resident object, or a write pin of a resident dirty one;
+//! the guard then releases by clearing its mark. This
 //! file must never hand out a reference into the window that outlives the pin behind
 //! it, never deref a reply it has not checked against the window, and never panic on
 //! what the service replies.
@@ -15,7 +18,9 @@
 //! still exclude a write guard while any other guard exists, so two handles cannot
 //! break the guards' rules, only make a `get_mut` fail with [`HeapError::Pinned`].
 
-use crate::{Channel, Endpoint, HeapError, ObjectId, Persist, Result, ServiceStats};
+use crate::page::{ENTRY_DIRTY, ENTRY_OFFSET, ENTRY_RESIDENT};
+use crate::page::{MARK_PINS, MARK_READERS, MARK_USED, MARK_WRITE, MARK_WROTE};
+use crate::{Channel, Endpoint, HeapError, ObjectId, Persist, PinPage, Result, ServiceStats};
 use crate::{OP_ALLOC, OP_FREE, OP_PIN, OP_SIZE, OP_STATS, OP_UNPIN};
 use amber_user::Memory;
 use core::fmt;
@@ -23,6 +28,7 @@ use core::marker::PhantomData;
 use core::mem::{align_of, size_of, ManuallyDrop};
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
+use core::sync::atomic::{compiler_fence, Ordering};
 
 /// A client of one heap service, with the window where the service's cache of this
 /// client's objects is mapped.
@@ -31,6 +37,8 @@ pub struct Heap<C: Channel = Endpoint> {
     chan: C,
     window: usize,
     window_len: usize,
+    /// This client's pin page, if it has one.
+    pins: Option<PinPage>,
 }
 
 impl Heap<Endpoint> {
@@ -48,6 +56,7 @@ impl Heap<Endpoint> {
             chan: Endpoint(ep_slot),
             window: window.base,
             window_len: window.len,
+            pins: None,
         }
     }
 }
@@ -89,6 +98,20 @@ impl<C: Channel> Heap<C> {
             chan,
             window,
             window_len,
+            pins: None,
+        }
+    }
+
+    /// The same heap, pinning resident objects on `page` without IPC where it can.
+    ///
+    /// # Safety
+    ///
+    /// `page` must be this client's part of the service's pin memory (`heap-pins`, the
+    /// part at `(badge - 1) * PAGE_BYTES`), and nothing else in this task may access it.
+    pub const unsafe fn with_pins(self, page: PinPage) -> Self {
+        Heap {
+            pins: Some(page),
+            ..self
         }
     }
 
@@ -112,13 +135,8 @@ impl<C: Channel> Heap<C> {
         let expected = size::<T>()?;
         let r = request(self.chan, [OP_PIN, id.into(), mode, 0], &mut [])?;
         let (off, got) = (r[1] as usize, r[2]);
-        let inside = off
-            .checked_add(size_of::<T>())
-            .is_some_and(|end| end <= self.window_len);
-        let addr = self.window.wrapping_add(off);
-        let ptr = NonNull::new(addr as *mut T);
-        match ptr {
-            Some(p) if got == expected && inside && addr.is_multiple_of(align_of::<T>()) => Ok(p),
+        match self.place::<T>(off) {
+            Some(p) if got == expected => Ok(p),
             _ => {
                 let _ = unpin(self.chan, id, mode);
                 Err(if got != expected {
@@ -131,6 +149,52 @@ impl<C: Channel> Heap<C> {
                 })
             }
         }
+    }
+
+    /// Where a `T` at `off` in the window lies, if all of it is inside the window and
+    /// it is aligned for `T`.
+    fn place<T>(&self, off: usize) -> Option<NonNull<T>> {
+        let inside = off
+            .checked_add(size_of::<T>())
+            .is_some_and(|end| end <= self.window_len);
+        let addr = self.window.wrapping_add(off);
+        NonNull::new(addr as *mut T).filter(|_| inside && addr.is_multiple_of(align_of::<T>()))
+    }
+
+    /// Pins object `id` on the pin page, without IPC, if the service's table says it is
+    /// resident (and dirty, for a write pin) and this client's own marks allow the pin:
+    /// marks first, then reads the table, and undoes the mark if the table says no (see
+    /// `page.rs` for why this order is safe against the service). Checks the entry's
+    /// size and offset as [`pin`](Self::pin) checks a reply. Returns where the `T` lies
+    /// and the page its guard clears the mark on.
+    fn pin_fast<T: Persist>(&self, id: u16, write: bool) -> Option<(NonNull<T>, PinPage)> {
+        let page = self.pins?;
+        let i = usize::from(id);
+        let was = page.mark(i);
+        let marked = if write {
+            if was & MARK_PINS != 0 {
+                return None;
+            }
+            was | MARK_WRITE | MARK_USED | MARK_WROTE
+        } else {
+            if was & MARK_WRITE != 0 || was & MARK_READERS == MARK_READERS {
+                return None;
+            }
+            (was + 1) | MARK_USED
+        };
+        page.set_mark(i, marked);
+        // The mark is stored before the entry is read (both volatile; the fence keeps
+        // the compiler from moving other accesses across either).
+        compiler_fence(Ordering::SeqCst);
+        let (entry, stored) = page.entry(i);
+        let need = ENTRY_RESIDENT | if write { ENTRY_DIRTY } else { 0 };
+        if entry & need == need && size_of::<T>() == stored as usize {
+            if let Some(p) = self.place::<T>((entry & ENTRY_OFFSET) as usize) {
+                return Some((p, page));
+            }
+        }
+        page.set_mark(i, was);
+        None
     }
 
     /// Allocates `value` on the heap: one request to allocate (the object holds zeros)
@@ -178,19 +242,24 @@ impl<C: Channel> Heap<C> {
     /// Shared access to the object in the window, pinned until the guard goes.
     pub fn get_ref<'a, T: Persist>(&self, handle: &'a Handle<T, C>) -> Result<Ref<'a, T, C>> {
         self.owns(handle)?;
-        let p = self.pin::<T>(handle.id, 0)?;
-        // SAFETY: `pin` checked that the service placed a `T`-sized, `T`-aligned range
+        let (p, fast) = match self.pin_fast::<T>(handle.id, false) {
+            Some((p, page)) => (p, Some(page)),
+            None => (self.pin::<T>(handle.id, 0)?, None),
+        };
+        // SAFETY: `pin` (or `pin_fast`, from the service's table) checked that the service placed a `T`-sized, `T`-aligned range
         // inside the window, which `Heap::new`'s contract makes memory of this task that
         // nothing else here accesses. The read pin keeps the service from moving,
         // evicting or writing the bytes (it writes them only after a restore, with this
         // task stopped, and then the same bytes) until the guard unpins, and the handle's
-        // shared borrow rules out a `RefMut` on it meanwhile. Every bit pattern is a
-        // valid `T` (`Persist`).
+        // shared borrow rules out a `RefMut` on it meanwhile. A mark on the pin page is
+        // such a pin: the service treats a marked object as pinned. Every bit pattern is
+        // a valid `T` (`Persist`).
         let value = unsafe { p.as_ref() };
         Ok(Ref {
             value,
             chan: self.chan,
             id: handle.id,
+            fast,
         })
     }
 
@@ -201,16 +270,22 @@ impl<C: Channel> Heap<C> {
         handle: &'a mut Handle<T, C>,
     ) -> Result<RefMut<'a, T, C>> {
         self.owns(handle)?;
-        let mut p = self.pin::<T>(handle.id, 1)?;
+        let (mut p, fast) = match self.pin_fast::<T>(handle.id, true) {
+            Some((p, page)) => (p, Some(page)),
+            None => (self.pin::<T>(handle.id, 1)?, None),
+        };
         // SAFETY: as in `get_ref`; the write pin excludes every other pin on the object
         // (the service refuses them), and the handle's mutable borrow excludes every
         // other guard of this handle, so this is the only reference to the bytes. The
-        // service only reads them meanwhile (its persists, with this task stopped).
+        // service only reads them meanwhile (its persists, with this task stopped). A
+        // write mark on the pin page is such a pin (and this client's marks exclude
+        // every other mark on the id).
         let value = unsafe { p.as_mut() };
         Ok(RefMut {
             value,
             chan: self.chan,
             id: handle.id,
+            fast,
             released: false,
         })
     }
@@ -302,13 +377,44 @@ pub struct Ref<'a, T: Persist, C: Channel = Endpoint> {
     value: &'a T,
     chan: C,
     id: u16,
+    /// The pin is a mark on this pin page, not the service's.
+    fast: Option<PinPage>,
+}
+
+/// Releases a pin taken on the pin page: the guard's accesses first (the fence), then
+/// the mark goes.
+fn unmark(page: PinPage, id: u16, write: bool) {
+    compiler_fence(Ordering::SeqCst);
+    let i = usize::from(id);
+    let m = page.mark(i);
+    page.set_mark(
+        i,
+        if write {
+            m & !MARK_WRITE
+        } else if m & MARK_READERS != 0 {
+            m - 1
+        } else {
+            m
+        },
+    );
+}
+
+/// Releases a guard's pin, by the page or by IPC.
+fn release(chan: impl Channel, id: u16, fast: Option<PinPage>, write: bool) -> Result<()> {
+    match fast {
+        Some(page) => {
+            unmark(page, id, write);
+            Ok(())
+        }
+        None => unpin(chan, id, write.into()),
+    }
 }
 
 impl<T: Persist, C: Channel> Ref<'_, T, C> {
     /// Releases the pin and reports the result.
     pub fn release(self) -> Result<()> {
         let me = ManuallyDrop::new(self);
-        unpin(me.chan, me.id, 0)
+        release(me.chan, me.id, me.fast, false)
     }
 }
 
@@ -321,7 +427,7 @@ impl<T: Persist, C: Channel> Deref for Ref<'_, T, C> {
 
 impl<T: Persist, C: Channel> Drop for Ref<'_, T, C> {
     fn drop(&mut self) {
-        let _ = unpin(self.chan, self.id, 0);
+        let _ = release(self.chan, self.id, self.fast, false);
     }
 }
 
@@ -338,6 +444,8 @@ pub struct RefMut<'a, T: Persist, C: Channel = Endpoint> {
     value: &'a mut T,
     chan: C,
     id: u16,
+    /// The pin is a write mark on this pin page, not the service's.
+    fast: Option<PinPage>,
     /// `release` ran: the drop sends nothing.
     released: bool,
 }
@@ -346,7 +454,7 @@ impl<T: Persist, C: Channel> RefMut<'_, T, C> {
     /// Releases the pin and reports the result.
     pub fn release(mut self) -> Result<()> {
         self.released = true;
-        unpin(self.chan, self.id, 1)
+        release(self.chan, self.id, self.fast, true)
     }
 }
 
@@ -366,7 +474,7 @@ impl<T: Persist, C: Channel> DerefMut for RefMut<'_, T, C> {
 impl<T: Persist, C: Channel> Drop for RefMut<'_, T, C> {
     fn drop(&mut self) {
         if !self.released {
-            let _ = unpin(self.chan, self.id, 1);
+            let _ = release(self.chan, self.id, self.fast, true);
         }
     }
 }

@@ -46,6 +46,17 @@
 //! write-pinned objects too (the client is stopped while it does), and after a restore
 //! it reads every cached object back into the same place before any client runs.
 //!
+//! # The pin page: pins without IPC
+//!
+//! A client that is also given its pin page ([`Heap::with_pins`]; the app's memory
+//! `heap-pins`, not checkpointed, shared with the service alone; layout and protocol in
+//! [`page`]) pins an object the service has published as resident (and, for a write
+//! pin, dirty) by a mark on the page, and releases it by taking the mark back: no IPC.
+//! Everything else (an object not resident, the first write pin of a clean object, a
+//! pin the client's own marks exclude) goes to [`OP_PIN`] as before. The service only
+//! writes the page's table and reads its marks to keep marked objects in place (and
+//! dirty); it carries the marks across power cuts as it carries its own pins.
+//!
 //! # Consistency across power cuts
 //!
 //! The service persists its heap right before every whole-system checkpoint (it is a
@@ -119,6 +130,7 @@
 mod channel;
 mod client;
 mod error;
+pub mod page;
 mod stats;
 #[cfg(test)]
 mod tests;
@@ -126,6 +138,7 @@ mod tests;
 pub use channel::{Channel, Endpoint};
 pub use client::{Handle, Heap, Ref, RefMut};
 pub use error::{HeapError, Status};
+pub use page::PinPage;
 pub use stats::ServiceStats;
 pub use vnv_heap::{ObjectId, Persist};
 

@@ -7,15 +7,16 @@
 //! 1. Best case, in instructions (`instret`: the whole hart, so the service, the kernel
 //!    and the IPC count too): `get_ref` (acquire, read a byte, drop) and `get_mut`
 //!    (acquire, write a byte, release) of an object already cached, of 4, 64 and 256
-//!    bytes, through the heap service (endpoint, slot 0, with `amber-heap-api`: a pin
-//!    and an unpin round trip, the bytes read and written in place in the window on the
-//!    service's cache, slot 1) and
+//!    bytes, through the heap service (endpoint, slot 0, with `amber-heap-api` and this
+//!    task's pin page: the object is resident, and dirty after the warm-up's write, so
+//!    both pins are marks on the page, without IPC; the bytes read and written in place
+//!    in the window on the service's cache) and
 //!    through the vNV-Heap library in this task (`VnvHeap` over `MmioNvm` on a static
 //!    buffer of this task's RAM). Each is the mean of `ITERATIONS` calls, less the
 //!    empty loop, after a checkpoint (so that the SPI driver's ring holds no pending
 //!    write, which would make the service's driver reads dearer) and one warm-up call
 //!    (which makes the object resident and the touched pages writable). Then the
-//!    release alone (the unpin round trip; in the library the guard's drop) of a
+//!    release alone (clearing the page's mark; in the library the guard's drop) of a
 //!    read pin and of a write pin of a 16-byte object, each pin taken uncounted.
 //! 2. FRAM words (4 bytes) the service writes per checkpoint: a seeded key-value
 //!    workload (`OBJECTS` objects of 64 to 256 bytes, `UPDATES` read-modify-write
@@ -48,7 +49,7 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_fram::{EmuFram, Fram, Part, DEFAULT_CYCLES_PER_BYTE};
-use amber_heap_api::{Handle, Heap, HeapError, ServiceStats};
+use amber_heap_api::{Handle, Heap, HeapError, PinPage, ServiceStats};
 use amber_nvm::MmioNvm;
 use amber_user::{
     checkpoint, counters_exact, instret, memory, println, sample, spend_cycles, Error, Memory, Rng,
@@ -62,6 +63,8 @@ amber_user::main!(main);
 const HEAP: u32 = 0;
 /// The window: this task's part of `heap-caches`, shared with the heap service.
 const WINDOW: Memory = memory!("HEAP_CACHES");
+/// The pin page: this task's part of `heap-pins`, shared with the heap service.
+const PINS: Memory = memory!("HEAP_PINS");
 /// Calls averaged per best-case figure.
 const ITERATIONS: u32 = 200;
 /// Calls counted one by one for the distribution of the service's `get_ref`.
@@ -125,6 +128,11 @@ fn main() {
     // SAFETY: the app maps WINDOW (its part of `heap-caches`) for this task, shared
     // with the heap service only, and nothing else in this task touches it.
     let heap = unsafe { Heap::new(HEAP, WINDOW) };
+    // SAFETY: the app maps PINS (its page of `heap-pins`) for this task, shared with the
+    // heap service only, and nothing else in this task touches it.
+    let page = unsafe { PinPage::in_memory(PINS, 0) }.expect("heap-pins holds this task's page");
+    // SAFETY: as above.
+    let heap = unsafe { heap.with_pins(page) };
     // The best case's library reaches no storage: its array as plain memory, as it
     // was measured before the worst case (over the emulated chip, the same code
     // placed otherwise costs up to 21 instructions more at 256 B).

@@ -37,6 +37,11 @@
 //! `heap-caches` (8 KiB, the part the app grants that client), 48 ids, 24 KiB of NVM
 //! data at `i * 128 KiB`. Every bound covers all heaps: a persist phase persists each.
 //!
+//! Client `i`'s pin page (`amber_heap_api::page`: its fast pins of resident objects,
+//! without IPC) is `i * PAGE_BYTES` into the app's memory `heap-pins` (RAM not
+//! checkpointed, that part shared with that client alone); an app without it leaves
+//! every pin to IPC.
+//!
 //! It must never keep a handle or guard of its own across a `recv` (the clients' pins
 //! are the heap's state, which persist handles), never reply before a request's heap
 //! work is done, and never go on after a failed persist (the checkpoint would commit a
@@ -44,7 +49,7 @@
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-use amber_heap_api::{Status, CHUNK};
+use amber_heap_api::{PinPage, Status, CHUNK};
 use amber_heap_service::declared::{
     self, declared, heap_config, max_object, meta_bytes, ARENA_BYTES, RING_CAPACITY,
 };
@@ -76,6 +81,9 @@ const _: () = assert!(
     CACHES.len >= CLIENTS * ARENA_BYTES as usize,
     "heap-caches holds every client's arena"
 );
+/// The clients' pin pages, one after the other in the app's memory `heap-pins` (if it
+/// has one).
+const PINS: Memory = memory!("HEAP_PINS");
 /// Clients (and heaps): `AMBER_HEAP_CLIENTS` at build time, else 2.
 const CLIENTS: usize =
     build_setting(option_env!("AMBER_HEAP_CLIENTS"), declared::DEFAULT_CLIENTS) as usize;
@@ -227,7 +235,15 @@ fn main() {
         // SAFETY: called once per client, before its heap exists.
         let (meta, arena) = unsafe { buffers(i) };
         match Service::format(storage, meta, arena, config(i), MAX_OBJECT) {
-            Ok(s) => s,
+            Ok(mut s) => {
+                // SAFETY: the app grants this task `heap-pins` (read and write), client
+                // i's page of it shared with client i alone; the service is the page's
+                // one user in this task, through volatile accesses only.
+                if let Some(page) = unsafe { PinPage::in_memory(PINS, i) } {
+                    s.attach_pins(page);
+                }
+                s
+            }
             Err(e) => {
                 println!("heapsvc: cannot format heap {i}: {e}");
                 exit(1);
@@ -309,6 +325,11 @@ impl Heapsvc<'_> {
                 // checkpoint now, which makes the whole ring visible and lets the
                 // driver apply and drop it.
                 self.own_checkpoints += 1;
+                self.checkpoint();
+            }
+            if self.svcs.iter().any(Svc::ids_wait_for_persist) {
+                // Every id is taken, some only by objects freed since the last persist:
+                // the checkpoint's persist gives them back before an allocation fails.
                 self.checkpoint();
             }
             // No request carries bytes; the buffer only takes (and drops) what a

@@ -18,7 +18,7 @@
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-use amber_heap_api::{Handle, Heap, HeapError, Persist};
+use amber_heap_api::{Handle, Heap, HeapError, Persist, PinPage};
 use amber_user::{exit, memory, println, signalled, watch_restores, Memory, Rng, WatchFlags};
 use core::fmt;
 
@@ -34,6 +34,9 @@ const CHECK_EVERY: u32 = 64;
 const SEED: u32 = 0x6B76_5354;
 /// The window: this task's part of `heap-caches`, shared with the heap service.
 const WINDOW: Memory = memory!("HEAP_CACHES");
+/// The pin page: this task's part of `heap-pins`, shared with the heap service (its
+/// pins of resident objects, without IPC).
+const PINS: Memory = memory!("HEAP_PINS");
 
 /// A key's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,6 +110,11 @@ fn main() {
     // SAFETY: the app maps WINDOW (its part of `heap-caches`) for this task, shared
     // with the heap service only, and nothing else in this task touches it.
     let heap = unsafe { Heap::new(HEAP, WINDOW) };
+    // SAFETY: the app maps PINS (its page of `heap-pins`) for this task, shared with the
+    // heap service only, and nothing else in this task touches it.
+    let page = unsafe { PinPage::in_memory(PINS, 0) }.expect("heap-pins holds this task's page");
+    // SAFETY: as above.
+    let heap = unsafe { heap.with_pins(page) };
     let mut handles: [Handle<Value>; KEYS] =
         core::array::from_fn(|k| ok(heap.alloc(value(k as u32, 0)), "allocating a key"));
     let mut versions = [0u32; KEYS];

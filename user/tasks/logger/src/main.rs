@@ -17,7 +17,7 @@
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-use amber_heap_api::{Handle, Heap, HeapError, ObjectId, Persist};
+use amber_heap_api::{Handle, Heap, HeapError, ObjectId, Persist, PinPage};
 use amber_user::{exit, memory, println, signalled, watch_restores, Memory, WatchFlags};
 use core::fmt;
 
@@ -32,6 +32,9 @@ const SLOTS: usize = 24;
 const CHECK_EVERY: u32 = 50;
 /// The window: this task's part of `heap-caches`, shared with the heap service.
 const WINDOW: Memory = memory!("HEAP_CACHES");
+/// The pin page: this task's part of `heap-pins`, shared with the heap service (its
+/// pins of resident objects, without IPC).
+const PINS: Memory = memory!("HEAP_PINS");
 /// The stamp record held under a read guard.
 const STAMP: Record = Record {
     seq: u32::MAX,
@@ -106,6 +109,11 @@ fn main() {
     // SAFETY: the app maps WINDOW (its part of `heap-caches`) for this task, shared
     // with the heap service only, and nothing else in this task touches it.
     let heap = unsafe { Heap::new(HEAP, WINDOW) };
+    // SAFETY: the app maps PINS (its page of `heap-pins`) for this task, shared with the
+    // heap service only, and nothing else in this task touches it.
+    let page = unsafe { PinPage::in_memory(PINS, 0) }.expect("heap-pins holds this task's page");
+    // SAFETY: as above.
+    let heap = unsafe { heap.with_pins(page) };
     let empty = Fifo {
         head: 0,
         count: 0,
