@@ -9,6 +9,7 @@
 //! [`InstrModel::QEMU_SPIDRV`]). This file must never read a heap's state: a bound
 //! that depends on the state bounds nothing.
 
+use amber_heap_api::page::PAGE_IDS;
 use amber_spi_api::{ring_bytes, MAX_CHUNK};
 use vnv_heap::{wcec_bound, Config, CostModel};
 
@@ -54,6 +55,11 @@ pub struct InstrModel {
     pub per_object: u64,
     /// Per scan step (as `VnvHeap::scan_steps` counts them).
     pub per_step: u64,
+    /// Per id of the pin page, once per persist, request or reload: the service's pass
+    /// over its client's page (`amber_heap_api::page`: before the work it clears the
+    /// table and holds every marked object, after it drops those holds and
+    /// republishes the table).
+    pub page_id: u64,
 }
 
 impl InstrModel {
@@ -91,6 +97,13 @@ impl InstrModel {
     /// and reply are within the fixed part (an IPC round trip is about 2,300
     /// instructions, `cargo xtask bench`). The margin of a quarter covers a timer tick
     /// or a console interrupt inside a phase (a few thousand instructions each).
+    ///
+    /// The pin page's pass is not measured at its worst (every id marked): heapbench's
+    /// swap-in request got 3,471 instructions dearer with it (65,028 against 61,557),
+    /// a pass over 14 live ids with none marked, about 250 per id; a marked id adds a
+    /// hold and its release by the vNV-Heap (about 110, its library `get_ref` and
+    /// release); the model takes (250 + 110) x 1.25, rounded up to 500 per id, for
+    /// all [`PAGE_IDS`] ids.
     pub const QEMU_SPIDRV: InstrModel = InstrModel {
         write_call: 6_800,
         write_byte: 48,
@@ -103,6 +116,7 @@ impl InstrModel {
         fixed: 16_000,
         per_object: 9_600,
         per_step: 10,
+        page_id: 500,
     };
     /// The same measurements with the kernel's NVM on the SPI bus (`--nvm-bus spi`):
     /// the driver then reaches its ring and the FRAM partition through the kernel's
@@ -177,6 +191,7 @@ impl Work {
             + self.read_accesses * u64::from(pending) * m.read_pending_byte
             + self.bytes_read * m.read_byte
             + m.fixed
+            + PAGE_IDS as u64 * m.page_id
             + self.objects * m.per_object
             + self.steps * m.per_step
     }

@@ -129,24 +129,24 @@ mod tests {
 
     #[test]
     fn the_heap_apps_bound_is_the_one_its_guest_prints() {
-        // QEMU prints "power failure: persist and checkpoint bound 9741818
-        // instructions (persist 8176242 declared + checkpoint 1565576)".
+        // QEMU prints "power failure: persist and checkpoint bound 9837818
+        // instructions (persist 8272242 declared + checkpoint 1565576)".
         let Sizing::Bounded(b) = power_failure_bound(&app("heap")).unwrap() else {
             panic!("the heap app declares its bound")
         };
         assert_eq!(
             (b.serving, b.checkpoint, b.total()),
-            (8_176_242, 1_565_576, 9_741_818)
+            (8_272_242, 1_565_576, 9_837_818)
         );
-        assert_eq!(b.restore, 12_028_924);
+        assert_eq!(b.restore, 12_156_924);
         let lines = describe(&app("heap")).unwrap();
-        assert!(lines[1].contains("needs >= 13774 µF"), "{lines:?}");
-        // One client, a 7,411-byte limit: QEMU prints "persist phase bounds: 7507164
+        assert!(lines[1].contains("needs >= 13909 µF"), "{lines:?}");
+        // One client, a 7,411-byte limit: QEMU prints "persist phase bounds: 7571164
         // instructions serving clients".
         let Sizing::Bounded(b) = power_failure_bound(&app("heapbench-nolimit")).unwrap() else {
             panic!("heapbench-nolimit declares its bound")
         };
-        assert_eq!((b.serving, b.checkpoint), (7_507_164, 1_696_648));
+        assert_eq!((b.serving, b.checkpoint), (7_571_164, 1_696_648));
     }
 
     #[test]

@@ -49,7 +49,7 @@
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-use amber_heap_api::{PinPage, Status, CHUNK};
+use amber_heap_api::{PinPage, Status, CHUNK, OP_ALLOC};
 use amber_heap_service::declared::{
     self, declared, heap_config, max_object, meta_bytes, ARENA_BYTES, RING_CAPACITY,
 };
@@ -327,11 +327,6 @@ impl Heapsvc<'_> {
                 self.own_checkpoints += 1;
                 self.checkpoint();
             }
-            if self.svcs.iter().any(Svc::ids_wait_for_persist) {
-                // Every id is taken, some only by objects freed since the last persist:
-                // the checkpoint's persist gives them back before an allocation fails.
-                self.checkpoint();
-            }
             // No request carries bytes; the buffer only takes (and drops) what a
             // client sends anyway, so that such a message cannot make this Recv fail.
             let mut d = IpcDesc {
@@ -351,10 +346,20 @@ impl Heapsvc<'_> {
                 }
                 Err(e) => println!("heapsvc: recv failed: {e}"),
                 Ok((words, badge)) => {
-                    let (back, len) = match badge
-                        .checked_sub(1)
-                        .and_then(|i| self.svcs.get_mut(i as usize))
+                    let index = badge.checked_sub(1).map(|i| i as usize);
+                    let waits = |s: &Svc| s.ids_wait_for_persist();
+                    if words[0] == OP_ALLOC
+                        && index.and_then(|i| self.svcs.get(i)).is_some_and(waits)
                     {
+                        // This allocation would find every id taken, some only by
+                        // objects freed since the last persist: the checkpoint's
+                        // persist gives them back first (the caller waits for its
+                        // reply meanwhile; after a restore to this checkpoint the
+                        // heaps are read back before the request is served).
+                        self.checkpoint();
+                        self.reload_if_restored();
+                    }
+                    let (back, len) = match index.and_then(|i| self.svcs.get_mut(i)) {
                         Some(svc) => svc.handle(words, &mut out),
                         None => ([Status::BadRequest as u32, 0, 0, 0], 0),
                     };
