@@ -49,6 +49,11 @@ impl<N: Nvm> CutNvm<N> {
         }
     }
 
+    /// Whether a cut at a chosen store is armed (the stores are being numbered for it).
+    pub fn cut_armed(&self) -> bool {
+        self.cut.is_some()
+    }
+
     /// Stores made since boot.
     pub fn stores(&self) -> u64 {
         self.stores

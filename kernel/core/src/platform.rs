@@ -55,4 +55,8 @@ pub trait Platform {
     /// Whether the kernel reaches its NVM over a serial bus (SPI FRAM), so that tasks
     /// must too (`Now` tells them).
     fn nvm_on_bus(&self) -> bool;
+    /// Whether the kernel numbers its NVM stores for an injected power cut
+    /// (`amber.cut`), so that a task's NVM stores are cut in the same sequence only if
+    /// it makes them by `NvmWrite` (`Now` tells tasks).
+    fn nvm_stores_numbered(&self) -> bool;
 }

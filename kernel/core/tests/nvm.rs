@@ -148,7 +148,7 @@ fn the_buffer_must_lie_in_the_callers_memory_with_the_right_it_needs() {
 }
 
 #[test]
-fn a_device_error_is_reported_and_now_tells_the_bus() {
+fn a_device_error_is_reported_and_now_tells_the_bus_and_the_numbering() {
     let mut s = system();
     s.plat.nvm.truncate(0x1002);
     let buf = data(0);
@@ -158,7 +158,15 @@ fn a_device_error_is_reported_and_now_tells_the_bus() {
     );
     let now = s.sys("drv", Sysno::Now, [0; 6]);
     assert_eq!(now.r[3], 0, "memory-mapped NVM");
+    assert_eq!(now.r[4], 0, "no stores numbered for a cut");
     s.plat.nvm_on_bus = true;
     let now = s.sys("drv", Sysno::Now, [0; 6]);
     assert_eq!(now.r[3], 1, "NVM on a serial bus");
+    s.plat.nvm_stores_numbered = true;
+    let now = s.sys("drv", Sysno::Now, [0; 6]);
+    assert_eq!(
+        now.r[3..5],
+        [1, 1],
+        "a cut numbers the stores, on the bus still"
+    );
 }

@@ -151,6 +151,10 @@ impl Platform for Machine<'_> {
             .as_ref()
             .is_some_and(|(nvm, _)| Chosen::nvm_wire_bytes(nvm.inner()).is_some())
     }
+
+    fn nvm_stores_numbered(&self) -> bool {
+        self.nvm.as_ref().is_some_and(|(nvm, _)| nvm.cut_armed())
+    }
 }
 
 impl System {

@@ -210,6 +210,13 @@ pub fn nvm_on_bus() -> bool {
     call(Sysno::Now, [0; 6]).is_ok_and(|r| r[4] == 1)
 }
 
+/// Whether the kernel numbers every NVM store for an injected power cut (boot option
+/// `amber.cut`): a store a task makes by loads and stores on memory-mapped NVM is not
+/// in that sequence and cannot be cut at a chosen point, one made by [`nvm_write`] is.
+pub fn nvm_stores_numbered() -> bool {
+    call(Sysno::Now, [0; 6]).is_ok_and(|r| r[5] == 1)
+}
+
 /// Reads `buf.len()` (at most `MAX_NVM_TRANSFER`) bytes at `offset` of the NVM grant
 /// in `slot` (an `eternal` memory object or an NvmRegion) through the kernel.
 pub fn nvm_read(slot: u32, offset: u32, buf: &mut [u8]) -> Result<(), Error> {

@@ -101,11 +101,13 @@ impl Kernel {
                 let now = plat.now_ticks();
                 let exact = u32::from(plat.counter_exact());
                 let bus = u32::from(plat.nvm_on_bus());
+                let numbered = u32::from(plat.nvm_stores_numbered());
                 Outcome::Done(Ok(Results::of(&[
                     now as u32,
                     (now >> 32) as u32,
                     exact,
                     bus,
+                    numbered,
                 ])))
             }
             Sysno::Checkpoint => self.sys_checkpoint(t),

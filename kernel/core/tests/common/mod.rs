@@ -106,6 +106,8 @@ pub struct FakePlat {
     pub nvm: Vec<u8>,
     pub nvm_window: Option<u32>,
     pub nvm_on_bus: bool,
+    /// Whether the kernel numbers NVM stores for a cut (`Now`'s a5).
+    pub nvm_stores_numbered: bool,
 }
 
 impl FakePlat {
@@ -152,6 +154,9 @@ impl Platform for FakePlat {
     }
     fn nvm_on_bus(&self) -> bool {
         self.nvm_on_bus
+    }
+    fn nvm_stores_numbered(&self) -> bool {
+        self.nvm_stores_numbered
     }
 }
 

@@ -22,7 +22,10 @@
 //! `NvmWrite` on its eternal areas' capabilities, `store.rs`): the kernel then drives
 //! the one chip for everyone, one transfer at a time, and counts these stores in one
 //! sequence with its own (so `amber.cut` can cut them); on memory-mapped NVM it loads
-//! and stores the ring and emulates the FRAM chip itself.
+//! and stores the ring and emulates the FRAM chip itself, except while the kernel
+//! numbers NVM stores for an injected cut (`amber_user::nvm_stores_numbered`): then it
+//! goes through the kernel as on the bus, so that a cut can fall on its stores too (the
+//! same bytes reach the same places either way; a SIGKILL cuts the direct path).
 //!
 //! It is a persist callback that persists nothing: asked to persist, it says
 //! `PersistDone` only at the top of its loop, between requests, so that every
@@ -40,8 +43,8 @@ use amber_spi_api::{
 };
 use amber_user::abi::NO_SLOT;
 use amber_user::{
-    build_setting, commit_watch, counters_exact, memory, nvm_on_bus, persist_done, poll, println,
-    recv, reply, Error, IpcDesc, Memory, WatchFlags,
+    build_setting, commit_watch, counters_exact, memory, nvm_on_bus, nvm_stores_numbered,
+    persist_done, poll, println, recv, reply, Error, IpcDesc, Memory, WatchFlags,
 };
 use amber_vring::{IndexedRing, PendingEntry, Ring, RingError, RingIndex};
 
@@ -97,23 +100,45 @@ static mut WATCH: [u64; 2] = [0; 2];
 type RingNvm = Store<MmioNvm>;
 type Device = Store<Fram<EmuFram<MmioNvm>>>;
 
-fn main() {
-    // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
-    // stopped for a checkpoint.
-    let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
-    let on_bus = nvm_on_bus();
-    let (mut ring_nvm, mut fram): (RingNvm, Device) = if on_bus {
-        (
-            Either::Right(Grant {
-                slot: RING_SLOT,
-                size: RING.len as u32,
-            }),
-            Either::Right(Grant {
-                slot: FRAM_SLOT,
-                size: FRAM_PART.size(),
-            }),
-        )
-    } else {
+/// How this boot reaches the ring and the FRAM partition. Asked again after every
+/// restore: the restored driver may run on a boot with other options than the one
+/// that checkpointed it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// Loads and stores on the memory-mapped NVM, the chip emulated here.
+    Direct,
+    /// Through the kernel, which drives the one SPI chip.
+    Bus,
+    /// Through the kernel on memory-mapped NVM, so that `amber.cut` numbers these
+    /// stores with its own.
+    Numbered,
+}
+
+impl Path {
+    fn now() -> Path {
+        if nvm_on_bus() {
+            Path::Bus
+        } else if nvm_stores_numbered() {
+            Path::Numbered
+        } else {
+            Path::Direct
+        }
+    }
+
+    /// The ring's NVM and the FRAM, reached this way (a new chip, as after power-up).
+    fn open(self) -> (RingNvm, Device) {
+        if self != Path::Direct {
+            return (
+                Either::Right(Grant {
+                    slot: RING_SLOT,
+                    size: RING.len as u32,
+                }),
+                Either::Right(Grant {
+                    slot: FRAM_SLOT,
+                    size: FRAM_PART.size(),
+                }),
+            );
+        }
         // SAFETY: the app grants this task these two eternal areas of the NVM, mapped
         // by PMP, and no other task.
         let (ring, part) = unsafe {
@@ -125,7 +150,24 @@ fn main() {
         let chip = EmuFram::new(FRAM_PART, part, CYCLES_PER_BYTE, amber_user::spend_cycles)
             .expect("the FRAM range fits the part");
         (Either::Left(ring), Either::Left(Fram::new(chip, FRAM_PART)))
-    };
+    }
+
+    /// How the driver's report says it reaches the FRAM.
+    fn describe(self) -> &'static str {
+        match self {
+            Path::Direct => "emulated here",
+            Path::Bus => "through the kernel's SPI bus",
+            Path::Numbered => "through the kernel (its stores numbered for a power cut)",
+        }
+    }
+}
+
+fn main() {
+    // SAFETY: one thread per task; the kernel writes WATCH[1] only while this task is
+    // stopped for a checkpoint.
+    let watch = unsafe { &mut *core::ptr::addr_of_mut!(WATCH) };
+    let path = Path::now();
+    let (mut ring_nvm, mut fram) = path.open();
     let region = Region {
         offset: 0,
         len: RING.len as u32,
@@ -150,14 +192,7 @@ fn main() {
     Ring::format(&mut ring_nvm, region).expect("format the ring");
     let (mut ring, _) = IndexedRing::open(&mut ring_nvm, &mut fram, region, RingIndex(0), slots)
         .expect("open the ring");
-    if on_bus {
-        println!(
-            "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes, all through the kernel's SPI bus",
-            ring.ring().capacity(),
-            INDEX_SLOTS,
-            FRAM_PART.size(),
-        );
-    } else {
+    if path == Path::Direct {
         println!(
             "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes at {} {} per wire byte",
             ring.ring().capacity(),
@@ -169,6 +204,14 @@ fn main() {
             } else {
                 "host clock ticks (cycles only under -icount)"
             }
+        );
+    } else {
+        println!(
+            "spidrv: ring of {} bytes, index of {} entries, FRAM of {} bytes, all {}",
+            ring.ring().capacity(),
+            INDEX_SLOTS,
+            FRAM_PART.size(),
+            path.describe()
         );
     }
     // A write's bytes, copied out of the client's buffer before anything checks them;
@@ -273,11 +316,16 @@ fn events(
 ) {
     let Ok(bits) = poll(NOTIFICATION) else { return };
     if bits & RESTORED != 0 {
+        let path = Path::now();
+        (*ring_nvm, *fram) = path.open();
         match ring.reopen(ring_nvm, fram, RingIndex(watch[0])) {
             Ok(report) => {
                 println!(
-                    "spidrv: restored at writer index {}: {} entries dropped, {} replayed",
-                    watch[0], report.dropped, report.replayed
+                    "spidrv: restored at writer index {}: {} entries dropped, {} replayed; FRAM {}",
+                    watch[0],
+                    report.dropped,
+                    report.replayed,
+                    path.describe()
                 );
             }
             Err(e) => println!("spidrv: cannot reopen the ring after a restore: {e}"),
