@@ -8,9 +8,11 @@
 //! code), linked at its place, and told where each memory capability it holds lies
 //! (`AMBER_MEM_<NAME>` and `AMBER_MEM_<NAME>_LEN`, read with `amber_user::memory!`);
 //! its loadable bytes are extracted from the ELF. Then a Rust file describing every
-//! task (addresses, priority, fault policy, capabilities, and the bytes by
-//! `include_bytes!`) is generated, and the kernel is built with `AMBER_APP` pointing at
-//! it. This file must never guess: an unknown key, an overlapping or misaligned
+//! task (addresses, priority, fault policy, capabilities, where its segments lie) and
+//! holding each segment's bytes (`include_bytes!`) in a section of its own is
+//! generated, with the list the kernel's `build.rs` places those sections by (each at
+//! its load address, so the loader of the kernel's image places the tasks too), and
+//! the kernel is built with `AMBER_APP` pointing at it. This file must never guess: an unknown key, an overlapping or misaligned
 //! region, a segment outside its task's regions are errors naming the task.
 
 use amber_format::Superblock;
@@ -429,6 +431,7 @@ pub fn memory_x(p: &Placed) -> String {
 /// A loadable segment extracted from a task ELF.
 pub struct Segment {
     pub addr: u32,
+    pub len: u32,
     pub file: PathBuf,
 }
 
@@ -462,8 +465,14 @@ pub fn extract(elf: &Path, p: &Placed, dir: &Path) -> Result<(Vec<Segment>, u32)
         }
         let out = dir.join(format!("{}.{i}.bin", p.task.name));
         std::fs::write(&out, bytes).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-        segments.push(Segment { addr, file: out });
+        segments.push(Segment {
+            addr,
+            len,
+            file: out,
+        });
     }
+    // In address order: the kernel zeroes the gaps between them in one pass.
+    segments.sort_by_key(|s| s.addr);
     let entry = file.elf_header().e_entry(endian);
     if !inside(entry, 4, p.code_base, p.task.code) {
         return Err(format!(
@@ -527,12 +536,7 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)], nvm_size: u32
         let _ = writeln!(s, "        fault: amber_core::FaultPolicy::{fault},");
         let _ = writeln!(s, "        segments: &[");
         for seg in segments {
-            let _ = writeln!(
-                s,
-                "            ({:#010x}, include_bytes!({:?})),",
-                seg.addr,
-                seg.file.display().to_string()
-            );
+            let _ = writeln!(s, "            ({:#010x}, {}),", seg.addr, seg.len);
         }
         let _ = writeln!(s, "        ],");
         let _ = writeln!(s, "        caps: &[");
@@ -580,7 +584,37 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)], nvm_size: u32
         let _ = writeln!(s, "    }},");
     }
     s.push_str("];\n");
+    // Every segment as a section of the kernel's image at its own address
+    // (`task_sections`), so that the loader places it.
+    for (i, seg) in placed
+        .iter()
+        .flat_map(|(_, segments, _)| segments)
+        .enumerate()
+    {
+        let _ = writeln!(
+            s,
+            "#[link_section = \"{TASK_SECTION}{i}\"]\n#[used]\n\
+             static TASK_SEGMENT_{i}: [u8; {}] = *include_bytes!({:?});",
+            seg.len,
+            seg.file.display().to_string()
+        );
+    }
     s
+}
+
+/// The prefix of the kernel image's section that holds a task segment (numbered from
+/// 0 in the order [`generate`] lists them).
+const TASK_SECTION: &str = ".amber_task.";
+
+/// The list the kernel's `build.rs` places the task segments' sections with: one line
+/// per segment, its section and load address, in [`generate`]'s order.
+pub fn task_sections(placed: &[(Placed, Vec<Segment>, u32)]) -> String {
+    placed
+        .iter()
+        .flat_map(|(_, segments, _)| segments)
+        .enumerate()
+        .map(|(i, seg)| format!("{TASK_SECTION}{i} {:#010x}\n", seg.addr))
+        .collect()
 }
 
 #[cfg(test)]

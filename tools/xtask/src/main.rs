@@ -24,6 +24,9 @@ use std::process::{Command, ExitCode};
 
 const TARGET: &str = "riscv32imc-unknown-none-elf";
 const KERNEL_PACKAGE: &str = "amber-kernel";
+/// Beside the generated `app.rs`: where the kernel's `build.rs` finds the task
+/// segments' sections and load addresses (`app::task_sections`).
+const TASK_SECTIONS: &str = "task-sections.txt";
 
 const USAGE: &str = "\
 usage: cargo xtask <command> [options]
@@ -361,6 +364,9 @@ fn build_app_on(board: &str, name: &str, nvm_size: u64) -> Result<PathBuf, Strin
     let app_rs = out.join("app.rs");
     std::fs::write(&app_rs, app::generate(&app, &built, nvm_size))
         .map_err(|e| format!("cannot write {}: {e}", app_rs.display()))?;
+    let sections = out.join(TASK_SECTIONS);
+    std::fs::write(&sections, app::task_sections(&built))
+        .map_err(|e| format!("cannot write {}: {e}", sections.display()))?;
     let kernel = build_kernel_on(board, Some(&app_rs))?;
     let image = apps_dir(board).join(format!("{name}.elf"));
     std::fs::copy(&kernel, &image).map_err(|e| format!("cannot copy the kernel image: {e}"))?;
