@@ -58,8 +58,6 @@ UNICORN_EXCEPTION_PC_OFFSET = 4
 ABSENT_CSRS = {0x304: "mie", 0x344: "mip", 0xB02: "minstret", 0xB82: "minstreth",
                0xC02: "instret", 0xC82: "instreth"}
 FP_OPCODES = {0x07, 0x27, 0x43, 0x47, 0x4B, 0x4F, 0x53}
-# The tasks' code on the instruction bus (kernel/src/board/esp32c3/map.rs).
-TASK_CODE = (0x403C_6000, 0x403C_E000)
 
 
 def outside_rv32imc(word):
@@ -159,20 +157,27 @@ class Machine:
             UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED,
             self._on_unmapped,
         )
-        for addr in self._addresses_of(WFI, segments):
+        # The kernel's code is the instruction-bus segment the entry lies in; the
+        # others there are the tasks' code, which the image carries too.
+        code = [(a, b) for a, b in segments if a >= SRAM_DATA_BASE + IRAM_ALIAS]
+        kernel = [(a, b) for a, b in code if a <= entry < a + len(b)]
+        tasks = [(a, b) for a, b in code if (a, b) not in kernel]
+        for addr in self._addresses_of(WFI, kernel):
             self.uc.hook_add(UC_HOOK_CODE, self._on_wfi, None, addr, addr)
-        for addr in self._addresses_of(MRET, segments):
+        for addr in self._addresses_of(MRET, kernel):
             self.uc.hook_add(UC_HOOK_CODE, self._on_mret, None, addr, addr)
         # The kernel's code is checked where it lies, in one linear sweep (Rust puts no
-        # data in .text); the tasks' code, which the kernel copies in at boot, block by
-        # block as it first runs.
-        for addr, body in segments:
-            if addr >= SRAM_DATA_BASE + IRAM_ALIAS:
-                bad = first_outside_rv32imc(addr, body)
-                if bad:
-                    raise Stop(f"kernel code: {bad[1]} (instruction {bad[2]:#x})", bad[0])
+        # data in .text); the tasks' code block by block as it first runs (a task may
+        # carry code for other boards that it never runs here).
+        for addr, body in kernel:
+            bad = first_outside_rv32imc(addr, body)
+            if bad:
+                raise Stop(f"kernel code: {bad[1]} (instruction {bad[2]:#x})", bad[0])
         self._checked_blocks = set()
-        self.uc.hook_add(UC_HOOK_BLOCK, self._on_task_block, None, *TASK_CODE)
+        if tasks:
+            start = min(a for a, _ in tasks)
+            end = max(a + len(b) for a, b in tasks)
+            self.uc.hook_add(UC_HOOK_BLOCK, self._on_task_block, None, start, end - 1)
         # Data loads through the instruction bus: the chip serves only aligned words
         # there (esp-idf's "Memory Types": instruction memory "can only be read or
         # written via 4-byte aligned words"; esptool lists the range without
