@@ -88,13 +88,13 @@ def check_clock(m, text):
 FAULTER_BUDGET = 40_000_000
 FAULTER_ACCESSES = [
     ("reading kernel memory", 5, "load access fault", 0x3FC8_0000),
-    ("writing another task's memory", 7, "store access fault", 0x3FCC_E000),
+    ("writing another task's memory", 7, "store access fault", 0x3FCC_C000),
     ("reading a device register", 5, "load access fault", 0x6000_0000),  # UART0
     ("executing an illegal instruction", 2, "illegal instruction", None),
-    # Its own code (0x403C_8000 on the instruction bus) seen through the data bus.
-    ("writing its own code through the data bus", 7, "store access fault", 0x3FCC_8000),
-    # Its own RAM (0x3FCD_0000 on the data bus) seen through the instruction bus.
-    ("executing its own RAM through the instruction bus", 1, "instruction access fault", 0x403D_0000),
+    # Its own code (0x403B_9000 on the instruction bus) seen through the data bus.
+    ("writing its own code through the data bus", 7, "store access fault", 0x3FCB_9000),
+    # Its own RAM (0x3FCC_E000 on the data bus) seen through the instruction bus.
+    ("executing its own RAM through the instruction bus", 1, "instruction access fault", 0x403C_E000),
 ]
 FAULTER_DONE = "faulter: done, all 6 forbidden accesses were stopped"
 
@@ -243,20 +243,149 @@ def check_power_failure(images, work, seed, app="ckcounter", comparator_gpio=Non
           f"committed and halted; the reboot recovered exactly it and counted on from {after[0]}")
 
 
+# The heap app's clients and their progress lines (user/tasks/logger, kvstore): each
+# line is a full check of the heap against the client's own state; a mismatch prints
+# VIOLATION and ends the client.
+HEAP_CLIENTS = [("logger", re.compile(rb"\[logger\] logger: (\d+) records")),
+                ("kvstore", re.compile(rb"\[kvstore\] kv: (\d+) updates"))]
+HEAP_LINES = 1  # progress lines each client prints before a run is judged
+HEAP_BUDGET = 400_000_000
+HEAP_FAILURES = (b"VIOLATION", b"; task ended", b"KERNEL PANIC", b"ERROR")
+
+
+def heap_progress(console):
+    """Each client's progress lines so far, as numbers."""
+    return [[int(v) for v in pattern.findall(console)] for _, pattern in HEAP_CLIENTS]
+
+
+def heap_run(bin_bytes, fram, budget, what, poll=None, lines=HEAP_LINES):
+    """Boots the heap app on `fram` until each client has printed `lines` progress
+    lines (or `poll` says stop); fails on a violation, an ended task, a panic or an
+    error line, and on a run that stopped for any other reason than a halt."""
+    def until(m):
+        if poll is not None and poll(m):
+            return True
+        return all(len(p) >= lines for p in heap_progress(m.console))
+
+    m = Machine(bin_bytes, fram)
+    start = time.monotonic()
+    stop = m.run(budget, until)
+    seconds = time.monotonic() - start
+    m.close()
+    text = m.console.decode(errors="replace")
+    bad = [f for f in HEAP_FAILURES if f in m.console]
+    if bad or (stop is not None and not stop.why.startswith("halted")):
+        raise SystemExit(f"heap, {what}: {bad or stop}:\n{text}")
+    return m, stop, seconds, text
+
+
+def check_heap(images, work, seed, cycles, resume_consistent=False):
+    """The heap app (SPI driver, heap service, logger and key-value clients) boots on a
+    blank FRAM to its clients' first checks; the supply falls once both have checked
+    zero or one time more (the seed chooses): the heap service persists and the kernel
+    commits one last checkpoint and halts; the next boot recovers exactly it. Whether
+    the service then reloads the heaps and the clients find them as they left them is
+    judged only with `resume_consistent`, and so are `cycles` runs cut at a random
+    instruction, each on the FRAM the last left, and one more boot, which recovers and
+    checks: today the clients find their heaps older than their own state after a
+    restore (docs/esp32c3.md, "Not done yet"), so the test command judges neither."""
+    rng = random.Random(seed ^ 0xEA)
+    fram = os.path.join(work, "heap-fram.img")
+    with open(os.path.join(images, "heap.bin"), "rb") as f:
+        bin_bytes = f.read()
+    total, seconds = 0, 0.0
+    extra = rng.randrange(0, 2)
+    booted, fell = [], []
+
+    def brown_out(m):
+        lines = [len(p) for p in heap_progress(m.console)]
+        if not booted and min(lines) >= 1:
+            booted.append(m.instructions)
+        if not fell and min(lines) >= 1 + extra:
+            fell.append(m.instructions)
+            m.rtc.brown_out()
+        return False
+
+    if os.path.exists(fram):
+        os.remove(fram)
+    m, stop, s, text = heap_run(bin_bytes, fram, HEAP_BUDGET, "first boot and brown-out", brown_out,
+                                lines=1 << 30)
+    total, seconds = total + m.instructions, seconds + s
+    committed = POWER_FAIL.findall(m.console)
+    if ("fresh start: app heap booted" not in text or not fell or stop is None
+            or "power failure: persist callbacks took" not in text or len(committed) != 1):
+        raise SystemExit(f"heap: expected a fresh start, the clients' checks, a brown-out, the "
+                         f"heap service's persist, one last checkpoint and a halt, got {stop}:\n{text}")
+    before = [p[-1] for p in heap_progress(m.console)]
+    m = Machine(bin_bytes, fram)
+    start = time.monotonic()
+    stop = m.run(HEAP_BUDGET, lambda m: b"checkpoints: every" in m.console
+                 and (not resume_consistent or all(heap_progress(m.console))))
+    total, seconds = total + m.instructions, seconds + time.monotonic() - start
+    m.close()
+    text = m.console.decode(errors="replace")
+    recovered = RECOVERED.findall(m.console)
+    if recovered != committed or stop is not None:
+        raise SystemExit(f"heap: checkpoint {committed[0].decode()} committed at the brown-out; the "
+                         f"reboot recovered {recovered} and stopped with {stop}:\n{text}")
+    if resume_consistent:
+        after = [p[-1] if p else -1 for p in heap_progress(m.console)]
+        if (b"VIOLATION" in m.console or "heapsvc: reloaded after restore" not in text
+                or not all(a > b for a, b in zip(after, before))):
+            raise SystemExit(f"heap: after the brown-out's checkpoint (clients at {before}) the "
+                             f"clients went to {after}:\n{text}")
+    resume = (f"a brown-out at instruction {fell[0]} (clients at {before[0]} records and "
+              f"{before[1]} updates): the heap service persisted, checkpoint "
+              f"{committed[0].decode()} committed and the kernel halted; the reboot recovered "
+              f"exactly it")
+
+    if not resume_consistent:
+        print(f"c3sim check: heap booted on a blank FRAM to both clients' first checks in "
+              f"{booted[0]} instructions; {resume} (the clients' consistency after a restore is "
+              f"not judged: --heap-resume-consistent); {total} instructions at "
+              f"{total / seconds / 1e6:.2f} M per second")
+        return
+    if os.path.exists(fram):
+        os.remove(fram)
+    resumed = 0
+    for cycle in range(cycles):
+        cut = rng.randrange(booted[0] // 2, 2 * booted[0])
+        m, stop, s, text = heap_run(bin_bytes, fram, cut,
+                                    f"crash cycle {cycle} (seed {seed}, cut at {cut})", lines=1 << 30)
+        total, seconds = total + m.instructions, seconds + s
+        resumed += "recovered checkpoint" in text
+    m, stop, s, text = heap_run(bin_bytes, fram, HEAP_BUDGET, f"after {cycles} crash cycles (seed {seed})")
+    total, seconds = total + m.instructions, seconds + s
+    if "recovered checkpoint" not in text or stop is not None:
+        raise SystemExit(f"heap: after {cycles} crash cycles the boot did not recover and check:\n{text}")
+    print(f"c3sim check: heap booted on a blank FRAM to both clients' first checks in {booted[0]} "
+          f"instructions; {resume}; {cycles} crash-and-reboot cycles (seed {seed}), {resumed} "
+          f"resumed from a checkpoint, and a last boot recovered and checked: no client found its "
+          f"heap inconsistent; {total} instructions at {total / seconds / 1e6:.2f} M per second")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="c3sim.check", description=__doc__)
     ap.add_argument("--images", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--cycles", type=int, default=30)
+    ap.add_argument("--heap-cycles", type=int, default=3)
+    ap.add_argument("--only", choices=["heap"], default=None)
+    ap.add_argument("--heap-resume-consistent", action="store_true",
+                    help="also judge the clients after the brown-out's resume (fails today)")
     ap.add_argument("--seed", type=int, default=None)
     args = ap.parse_args(argv)
     os.makedirs(args.work, exist_ok=True)
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
+    if args.only == "heap":
+        check_heap(args.images, args.work, seed, args.heap_cycles, args.heap_resume_consistent)
+        return 0
     check_demo(args.images, args.work)
     check_faulter(args.images, args.work)
     check_power_failure(args.images, args.work, seed)
     check_power_failure(args.images, args.work, seed, "ckcounter-comparator", COMPARATOR_GPIO)
     check_ckcounter(args.images, args.work, args.cycles, seed)
+    check_heap(args.images, args.work, seed, args.heap_cycles, args.heap_resume_consistent)
     return 0
 
 

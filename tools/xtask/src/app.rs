@@ -808,9 +808,15 @@ mod tests {
     #[test]
     fn on_the_c3_a_task_code_region_is_whole_pages() {
         let a = app(&ONE.replace("code = 4096", "code = 4352")).unwrap();
-        assert!(place(&a, 4 << 20, BOARD).is_ok(), "QEMU takes 256-byte multiples");
+        assert!(
+            place(&a, 4 << 20, BOARD).is_ok(),
+            "QEMU takes 256-byte multiples"
+        );
         let e = place(&a, 512 << 10, "esp32c3").err().unwrap();
-        assert!(e.contains("must be a multiple of 4096 on board esp32c3"), "{e}");
+        assert!(
+            e.contains("must be a multiple of 4096 on board esp32c3"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -825,7 +831,10 @@ mod tests {
             "memory = { spi = 0x2000 }\ntasks = { a = { code = 8192, ram = 2048, stack = 512 } }",
         ))
         .unwrap();
-        assert_eq!(a.memory["spi"], 0x7400, "QEMU keeps the description's sizes");
+        assert_eq!(
+            a.memory["spi"], 0x7400,
+            "QEMU keeps the description's sizes"
+        );
         let c3 = a.on_board("esp32c3").unwrap();
         assert_eq!(c3.memory["spi"], 0x2000);
         let t = &c3.tasks[0];
@@ -834,16 +843,23 @@ mod tests {
             .unwrap()
             .on_board("esp32c3")
             .unwrap_err();
-        assert!(e.contains("memory `cache`: the app has no such memory"), "{e}");
-        let e = app(&toml("tasks = { z = { code = 4096, ram = 4096, stack = 512 } }"))
-            .unwrap()
-            .on_board("esp32c3")
-            .unwrap_err();
+        assert!(
+            e.contains("memory `cache`: the app has no such memory"),
+            "{e}"
+        );
+        let e = app(&toml(
+            "tasks = { z = { code = 4096, ram = 4096, stack = 512 } }",
+        ))
+        .unwrap()
+        .on_board("esp32c3")
+        .unwrap_err();
         assert!(e.contains("tasks `z`: the app has no such task"), "{e}");
-        let e = app(&toml("tasks = { a = { code = 4096, ram = 512, stack = 512 } }"))
-            .unwrap()
-            .on_board("esp32c3")
-            .unwrap_err();
+        let e = app(&toml(
+            "tasks = { a = { code = 4096, ram = 512, stack = 512 } }",
+        ))
+        .unwrap()
+        .on_board("esp32c3")
+        .unwrap_err();
         assert!(e.contains("stack must be"), "{e}");
     }
 
