@@ -221,7 +221,7 @@ struct Heapsvc<'s> {
 }
 
 fn main() {
-    if !CONFIG.nvm_end().is_some_and(|end| end <= HEAP_STRIDE) {
+    if CONFIG.nvm_end().is_none_or(|end| end > HEAP_STRIDE) {
         println!(
             "heapsvc: a heap needs {:?} bytes of FRAM, more than its share of {HEAP_STRIDE} of the {FRAM_BYTES} (AMBER_NVM_FRAM_LEN)",
             CONFIG.nvm_end()
