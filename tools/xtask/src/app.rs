@@ -678,18 +678,18 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)], nvm_size: u32
     }
     s.push_str("];\n");
     // Every segment as a section of the kernel's image at its own address
-    // (`task_sections`), so that the loader places it.
+    // (`task_sections`), so that the loader places it; by assembly, so that no kernel
+    // symbol covers a task's code (a debugger would name the task's functions by it).
     for (i, seg) in placed
         .iter()
         .flat_map(|(_, segments, _)| segments)
         .enumerate()
     {
+        let incbin = format!(".incbin {:?}", seg.file.display().to_string());
         let _ = writeln!(
             s,
-            "#[link_section = \"{TASK_SECTION}{i}\"]\n#[used]\n\
-             static TASK_SEGMENT_{i}: [u8; {}] = *include_bytes!({:?});",
-            seg.len,
-            seg.file.display().to_string()
+            "core::arch::global_asm!({:?}, {incbin:?}, \".popsection\");",
+            format!(".pushsection {TASK_SECTION}{i}, \"a\"")
         );
     }
     s
