@@ -16,8 +16,10 @@ pub struct TaskImage {
     pub ram: (u32, u32),
     pub stack_top: u32,
     pub fault: FaultPolicy,
-    /// (load address, bytes) of every loadable segment.
-    pub segments: &'static [(u32, &'static [u8])],
+    /// (load address, length) of every loadable segment. The loader that loads the
+    /// kernel placed each one (they are segments of the kernel's own image: QEMU's
+    /// `-kernel`, the ESP32-C3's ROM loader), so the kernel copies none of them.
+    pub segments: &'static [(u32, u32)],
     pub caps: &'static [CapSpec<'static>],
 }
 

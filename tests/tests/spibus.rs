@@ -18,7 +18,7 @@ use std::time::Duration;
 
 /// A generous bound on a wait that the guest's progress ends first.
 const GUEST_TIMEOUT: Duration = Duration::from_secs(120);
-/// Where the FRAM partition lies in a 4 MiB NVM image (superblock format v2), and the
+/// Where the FRAM partition lies in a 4 MiB NVM image (superblock format v3), and the
 /// records the writer keeps there (`user/tasks/writer`).
 const FRAM_OFFSET: usize = 0x38_0000;
 const SLOTS: usize = 64 * 1024;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// wait that guest progress ends first (the machine may be busy).
 const GUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Where the FRAM partition lies in a 4 MiB NVM image (superblock format v2).
+/// Where the FRAM partition lies in a 4 MiB NVM image (superblock format v3).
 const FRAM_OFFSET: usize = 0x38_0000;
 /// Records the writer keeps before wrapping (`user/tasks/writer`).
 const SLOTS: usize = 64 * 1024;

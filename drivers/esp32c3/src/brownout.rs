@@ -42,11 +42,16 @@ pub fn enable_interrupt(r: &mut impl Regs) {
     r.set_bits(RTC_CNTL_INT_ENA, BROWN_OUT_INT);
 }
 
-/// Whether RTC_CNTL's interrupt is the brown-out, acknowledging it if so.
+/// Whether RTC_CNTL's interrupt is the brown-out, acknowledging it and turning it off
+/// if so. A power failure is one event: the supply stays below the threshold until the
+/// power is gone, and the detector raises its bit again as soon as it is cleared, so
+/// left on it would interrupt again and again and starve the persist phase (the heap
+/// app's service never got to run in the simulator). The next boot turns it on again.
 pub fn take_interrupt(r: &mut impl Regs) -> bool {
     if r.read(RTC_CNTL_INT_RAW) & BROWN_OUT_INT == 0 {
         return false;
     }
+    r.clear_bits(RTC_CNTL_INT_ENA, BROWN_OUT_INT);
     r.write(RTC_CNTL_INT_CLR, BROWN_OUT_INT);
     true
 }
@@ -83,13 +88,19 @@ mod tests {
     }
 
     #[test]
-    fn only_a_raised_brown_out_is_taken_and_cleared() {
+    fn only_a_raised_brown_out_is_taken_cleared_and_turned_off() {
         let mut r = FakeRegs::default();
         r.values.insert(0x6000_8044, 1 << 3);
+        r.values.insert(0x6000_8040, 1 << 9 | 1 << 3);
         assert!(!take_interrupt(&mut r));
         assert!(r.writes.is_empty());
         r.values.insert(0x6000_8044, 1 << 9);
         assert!(take_interrupt(&mut r));
         assert_eq!(r.writes_to(0x6000_804C), [1 << 9]);
+        assert_eq!(
+            r.get(0x6000_8040),
+            1 << 3,
+            "a level that stays raised interrupts once"
+        );
     }
 }

@@ -29,8 +29,8 @@ pub const ARENA_BYTES: u32 = 8 * 1024;
 /// and the cap leaves about 8 KiB of requests between the checkpoints the service asks
 /// for.
 pub const PENDING_CAP_MIN: u32 = 24 * 1024;
-/// The driver's ring: the 64 KiB ring area of the app (as `spidrv` places it), less
-/// the ring's header.
+/// The driver's ring on a 4 MiB NVM (QEMU's): its 64 KiB ring area (as `spidrv`
+/// places it), less the ring's header. A 512 KiB NVM has a 16 KiB one.
 pub const RING_CAPACITY: u32 = amber_vring::layout::capacity_for(64 * 1024);
 
 /// One heap without its cache: 48 ids, 24 KiB of data (each object kept twice), the
@@ -84,9 +84,16 @@ pub struct Declared {
 }
 
 /// The bounds of the service built with dirty limit `max_dirty` and `clients` heaps,
-/// under the instruction model `m`; `Err` with the largest dirty limit the driver's
-/// ring allows when the ring cannot hold the reserve (the service refuses to start).
-pub fn declared(max_dirty: u32, clients: u32, m: &InstrModel) -> Result<Declared, u32> {
+/// over a driver ring of `ring_capacity` bytes, under the instruction model `m`; `Err`
+/// with the largest dirty limit the ring allows when it cannot hold the reserve (the
+/// service refuses to start). The pending cap is [`PENDING_CAP_MIN`], or the ring's
+/// capacity where that is smaller, or the reserve where that is larger.
+pub fn declared(
+    max_dirty: u32,
+    clients: u32,
+    ring_capacity: u32,
+    m: &InstrModel,
+) -> Result<Declared, u32> {
     let config = heap_config(max_dirty);
     let max_object = max_object(max_dirty);
     // One request and one persist of every heap.
@@ -95,10 +102,10 @@ pub fn declared(max_dirty: u32, clients: u32, m: &InstrModel) -> Result<Declared
         u64::from(ring_reserve(&config, max_object)) + others * persist_work(&config).ring_bytes(),
     )
     .unwrap_or(u32::MAX);
-    if reserve > RING_CAPACITY {
-        return Err(max_dirty_for_ring(&config, max_object, RING_CAPACITY).unwrap_or(0));
+    if reserve > ring_capacity {
+        return Err(max_dirty_for_ring(&config, max_object, ring_capacity).unwrap_or(0));
     }
-    let pending_cap = reserve.max(PENDING_CAP_MIN);
+    let pending_cap = reserve.max(PENDING_CAP_MIN.min(ring_capacity));
     let one = persist_bound(&config, pending_cap, m);
     let n = u64::from(clients);
     Ok(Declared {
@@ -132,7 +139,13 @@ mod tests {
     fn the_heap_apps_bounds_are_the_ones_its_service_declares_at_run_time() {
         // `heapsvc` on QEMU (app `heap`, two clients, 1 KiB limit) prints "persist
         // phase bounds: 8272242 instructions serving clients, 12156924 after a restore".
-        let d = declared(DEFAULT_MAX_DIRTY, DEFAULT_CLIENTS, &InstrModel::QEMU_SPIDRV).unwrap();
+        let d = declared(
+            DEFAULT_MAX_DIRTY,
+            DEFAULT_CLIENTS,
+            RING_CAPACITY,
+            &InstrModel::QEMU_SPIDRV,
+        )
+        .unwrap();
         assert_eq!(d.phase.serving, 8_272_242);
         assert_eq!(d.phase.restore, 12_156_924);
         assert_eq!(d.pending_cap, PENDING_CAP_MIN);
@@ -142,12 +155,12 @@ mod tests {
     #[test]
     fn more_clients_and_a_larger_limit_declare_more_and_too_large_a_limit_is_refused() {
         let m = InstrModel::QEMU_SPIDRV;
-        let one = declared(1024, 1, &m).unwrap();
-        let two = declared(1024, 2, &m).unwrap();
+        let one = declared(1024, 1, RING_CAPACITY, &m).unwrap();
+        let two = declared(1024, 2, RING_CAPACITY, &m).unwrap();
         assert!(two.phase.serving > one.phase.serving);
         assert_eq!(two.persist.bytes, 2 * one.persist.bytes);
-        assert!(declared(4096, 2, &m).unwrap().phase.serving > two.phase.serving);
-        let largest = declared(1 << 20, 2, &m).unwrap_err();
+        assert!(declared(4096, 2, RING_CAPACITY, &m).unwrap().phase.serving > two.phase.serving);
+        let largest = declared(1 << 20, 2, RING_CAPACITY, &m).unwrap_err();
         assert!(
             largest > 1024,
             "the refusal names a larger limit that fits: {largest}"
@@ -161,9 +174,15 @@ mod tests {
         let spi = declared(
             DEFAULT_MAX_DIRTY,
             DEFAULT_CLIENTS,
+            RING_CAPACITY,
             &InstrModel::QEMU_SPIDRV_ON_BUS,
         );
-        let mmio = declared(DEFAULT_MAX_DIRTY, DEFAULT_CLIENTS, &InstrModel::QEMU_SPIDRV);
+        let mmio = declared(
+            DEFAULT_MAX_DIRTY,
+            DEFAULT_CLIENTS,
+            RING_CAPACITY,
+            &InstrModel::QEMU_SPIDRV,
+        );
         let (spi, mmio) = (spi.unwrap(), mmio.unwrap());
         assert_eq!(
             (spi.reserve, spi.pending_cap),
@@ -174,6 +193,27 @@ mod tests {
             (24_030_002, 26_872_460)
         );
         assert!(spi.phase.serving > 2 * mmio.phase.serving);
+    }
+
+    #[test]
+    fn on_a_512_kib_fram_the_cap_is_its_16_kib_ring_and_the_bounds_smaller() {
+        // The ESP32-C3's heap app: its SPI driver's ring is 16 KiB (amber-format).
+        let ring = amber_vring::layout::capacity_for(16 * 1024);
+        let m = InstrModel::QEMU_SPIDRV_ON_BUS;
+        let c3 = declared(DEFAULT_MAX_DIRTY, DEFAULT_CLIENTS, ring, &m).unwrap();
+        let qemu = declared(DEFAULT_MAX_DIRTY, DEFAULT_CLIENTS, RING_CAPACITY, &m).unwrap();
+        assert_eq!(c3.pending_cap, ring);
+        assert!(
+            c3.reserve < c3.pending_cap,
+            "requests fit between the persists"
+        );
+        assert_eq!(c3.reserve, qemu.reserve);
+        assert!(c3.phase.serving < qemu.phase.serving);
+        assert!(c3.phase.restore < qemu.phase.restore);
+        assert_eq!(
+            declared(8192, DEFAULT_CLIENTS, 4096, &m),
+            Err(max_dirty_for_ring(&heap_config(8192), max_object(8192), 4096).unwrap_or(0))
+        );
     }
 
     #[test]

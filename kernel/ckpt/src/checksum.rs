@@ -5,20 +5,27 @@
 //! Why 16 tables: on RV32IMC the one-table CRC costs about 10 instructions per byte;
 //! with 16 tables of 256 words each input byte costs one table load and an exclusive
 //! or, about 6 instructions per byte. The tables are 16 KiB of read-only data,
-//! computed at compile time. On the ESP32-C3 (400 KB SRAM, 4 MB flash) 16 KiB of
-//! flash is nothing; read through its 16 KB flash cache they would compete with code
-//! during a checkpoint, so that board should link this static into SRAM (4 % of it).
-//! Only this file chooses the implementation; the value is the same CRC either way,
-//! and a test holds it to `amber_format::crc32`.
+//! computed at compile time. The ESP32-C3 runs from its 393 KB of SRAM, which holds
+//! the kernel, the tasks and the app's memory, so its kernel takes 4 tables
+//! ("slice-by-4", feature `small-checksum`, 4 KiB): 12 KiB less for a few instructions
+//! more per 16 bytes. Only this file chooses the implementation; the value is the same
+//! CRC either way, and a test holds each to `amber_format::crc32`.
 
 /// The reflected CRC-32/ISO-HDLC polynomial.
 const POLY: u32 = 0xEDB8_8320;
 
-/// `TABLES[k][b]`: the CRC state contribution of byte `b` followed by `k` zero bytes.
-static TABLES: [[u32; 256]; 16] = tables();
+/// Bytes taken per step, one table each.
+const SLICES: usize = if cfg!(feature = "small-checksum") {
+    4
+} else {
+    16
+};
 
-const fn tables() -> [[u32; 256]; 16] {
-    let mut t = [[0u32; 256]; 16];
+/// `TABLES[k][b]`: the CRC state contribution of byte `b` followed by `k` zero bytes.
+static TABLES: [[u32; 256]; SLICES] = tables();
+
+const fn tables() -> [[u32; 256]; SLICES] {
+    let mut t = [[0u32; 256]; SLICES];
     let mut i = 0;
     while i < 256 {
         let mut c = i as u32;
@@ -33,7 +40,7 @@ const fn tables() -> [[u32; 256]; 16] {
     let mut i = 0;
     while i < 256 {
         let mut k = 1;
-        while k < 16 {
+        while k < SLICES {
             let prev = t[k - 1][i];
             t[k][i] = (prev >> 8) ^ t[0][(prev & 0xFF) as usize];
             k += 1;
@@ -57,7 +64,16 @@ impl Digest {
     pub fn update(&mut self, bytes: &[u8]) {
         let t = &TABLES;
         let mut s = self.state;
-        let (blocks, rest) = bytes.as_chunks::<16>();
+        let (blocks, rest) = bytes.as_chunks::<SLICES>();
+        #[cfg(feature = "small-checksum")]
+        for c in blocks {
+            let x = s ^ u32::from_le_bytes(*c);
+            s = t[3][(x & 0xFF) as usize]
+                ^ t[2][((x >> 8) & 0xFF) as usize]
+                ^ t[1][((x >> 16) & 0xFF) as usize]
+                ^ t[0][(x >> 24) as usize];
+        }
+        #[cfg(not(feature = "small-checksum"))]
         for c in blocks {
             let x = s ^ u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
             s = t[15][(x & 0xFF) as usize]

@@ -36,6 +36,7 @@ use crate::manager::Manager;
 use crate::set::ItemSet;
 use crate::space::Space;
 use crate::{ItemId, RecoveryReport, MAX_ITEMS};
+use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 use amber_format::{Newest, Region};
@@ -110,7 +111,10 @@ pub(crate) enum Pick {
 /// `read_table` checked its CRC), and no two picked copies may share blocks.
 pub(crate) struct StateCheck {
     pub commit: CommitPayload,
-    pub picks: [Pick; MAX_ITEMS],
+    /// By item id, all `MAX_ITEMS` of them. On the heap: a recovery holds several
+    /// states and plans at once, and their picks on the stack made `Manager::recover`'s
+    /// frame 23 KiB (the ESP32-C3's kernel stack is its largest single user of SRAM).
+    pub picks: Box<[Pick]>,
     /// Live items with neither a good designated copy nor an intact twin.
     pub bad: Vec<BadCopy>,
     /// The extents of the picked copies, claimed.
@@ -133,7 +137,7 @@ pub(crate) fn check_state(
     commit: &CommitPayload,
 ) -> StateCheck {
     let mut space = Space::new(layout.blocks);
-    let mut picks = [Pick::None; MAX_ITEMS];
+    let mut picks = vec![Pick::None; MAX_ITEMS].into_boxed_slice();
     let mut bad = Vec::new();
     for id in commit.live.iter() {
         let d = commit.slot_of(id);

@@ -11,8 +11,10 @@ use core::fmt;
 /// The first eight bytes of every Amber NVM.
 pub const MAGIC: [u8; 8] = *b"AMBERNVM";
 /// The format version this code reads and writes. Version 2 added the ring and FRAM
-/// partitions; version 1 images are refused by name (there is no converter).
-pub const FORMAT_VERSION: u32 = 2;
+/// partitions; version 3 gives them to devices of 256 KiB to 1 MiB too (an ESP32-C3's
+/// 512 KiB MB85RS4MT), whose version-2 images have none. Older images are refused by
+/// name (there is no converter).
+pub const FORMAT_VERSION: u32 = 3;
 /// Encoded size of the superblock.
 pub const SUPERBLOCK_LEN: usize = 64;
 
@@ -21,8 +23,11 @@ const BOOT_RECORD_OFFSET: u32 = 0x100;
 /// Where the kernel area starts; everything before it is the header area.
 const KERNEL_AREA_OFFSET: u32 = 0x1000;
 /// Devices of at least this size get a ring area and a FRAM partition.
-const PARTITIONED_FROM: u32 = 1 << 20;
-/// Size of the ring area (the SPI driver's eternal request ring).
+const PARTITIONED_FROM: u32 = 256 << 10;
+/// Devices of at least this size get the full ring area and a FRAM partition of up to
+/// a quarter of them; smaller partitioned ones a ring of 1/32 and a partition of 1/8.
+const LARGE_FROM: u32 = 1 << 20;
+/// Size of the ring area (the SPI driver's eternal request ring) on a large device.
 const RING_LEN: u32 = 64 << 10;
 /// Largest FRAM partition: an MB85RS4MT (4 Mbit).
 const FRAM_MAX: u32 = 512 << 10;
@@ -41,12 +46,12 @@ impl Region {
     }
 }
 
-/// The superblock, format version 1.
+/// The superblock, format version 3.
 ///
 /// | offset | size | field                                                  |
 /// |--------|------|--------------------------------------------------------|
 /// | 0      | 8    | magic `"AMBERNVM"`                                     |
-/// | 8      | 4    | format version (1)                                     |
+/// | 8      | 4    | format version (3)                                     |
 /// | 12     | 4    | superblock length in bytes (64)                        |
 /// | 16     | 4    | device size in bytes when formatted                    |
 /// | 20     | 4    | boot record offset                                     |
@@ -62,7 +67,11 @@ impl Region {
 ///
 /// The areas follow each other in this order, without overlap. A device of at least
 /// 1 MiB gets a 64 KiB ring area and a FRAM partition of the largest power of two up to
-/// 512 KiB that fits in a quarter of it, both at its end; a smaller device has neither.
+/// 512 KiB that fits in a quarter of it, both at its end; one of 256 KiB up to 1 MiB a
+/// ring area of 1/32 of it (rounded down to 256 bytes) and a FRAM partition of the
+/// largest power of two in an eighth (a 512 KiB MB85RS4MT: 16 KiB and 64 KiB, the
+/// kernel area 428 KiB); a smaller device has neither. The same bytes as version 2; the
+/// version says which sizes are partitioned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Superblock {
     pub version: u32,
@@ -123,14 +132,16 @@ impl fmt::Display for SuperblockError {
 }
 
 impl Superblock {
-    /// The version-1 layout for a device of `nvm_size` bytes.
+    /// The layout for a device of `nvm_size` bytes.
     pub fn for_device(nvm_size: u32) -> Result<Self, SuperblockError> {
         if nvm_size < KERNEL_AREA_OFFSET * 2 {
             return Err(SuperblockError::DeviceTooSmall { size: nvm_size });
         }
-        let (ring_len, fram_len) = if nvm_size >= PARTITIONED_FROM {
-            let quarter = nvm_size / 4;
-            (RING_LEN, FRAM_MAX.min(1 << (31 - quarter.leading_zeros())))
+        let power_of_two_below = |n: u32| 1 << (31 - n.leading_zeros());
+        let (ring_len, fram_len) = if nvm_size >= LARGE_FROM {
+            (RING_LEN, FRAM_MAX.min(power_of_two_below(nvm_size / 4)))
+        } else if nvm_size >= PARTITIONED_FROM {
+            (nvm_size / 32 / 256 * 256, power_of_two_below(nvm_size / 8))
         } else {
             (0, 0)
         };
@@ -355,6 +366,42 @@ mod tests {
         let small = Superblock::for_device(64 << 10).unwrap();
         assert_eq!((small.ring_area.len, small.fram_area.len), (0, 0));
         assert_eq!(small.kernel_area.end(), Some(64 << 10));
+    }
+
+    #[test]
+    fn a_512_kib_fram_gets_a_16_kib_ring_and_a_64_kib_partition() {
+        // The ESP32-C3's MB85RS4MT: tools/xtask places the heap app's SPI driver there.
+        let sb = Superblock::for_device(512 << 10).unwrap();
+        assert_eq!(
+            sb.ring_area,
+            Region {
+                offset: 0x6_C000,
+                len: 16 << 10
+            }
+        );
+        assert_eq!(
+            sb.fram_area,
+            Region {
+                offset: 0x7_0000,
+                len: 64 << 10
+            }
+        );
+        assert_eq!(sb.kernel_area.len, 428 << 10);
+        assert_eq!(Superblock::decode(&sb.encode(), 512 << 10), Ok(sb));
+    }
+
+    #[test]
+    fn a_version_2_image_is_refused_by_name() {
+        let mut b = Superblock::for_device(512 << 10).unwrap().encode();
+        put_u32(&mut b, 8, 2);
+        let crc = crc32(&b[..60]);
+        put_u32(&mut b, 60, crc);
+        let e = Superblock::decode(&b, 512 << 10).unwrap_err();
+        assert_eq!(e, SuperblockError::UnsupportedVersion { found: 2 });
+        assert_eq!(
+            e.to_string(),
+            "the NVM holds format v2, but this kernel reads only v3"
+        );
     }
 
     #[test]

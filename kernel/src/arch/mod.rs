@@ -7,4 +7,4 @@
 pub mod riscv32;
 
 pub use riscv32::trap::{init as init_traps, resume_user, Trap, TrapHandler, TrapVector};
-pub use riscv32::{interrupts_off, pmp, sync_instructions, wait_for_interrupt, without_interrupts};
+pub use riscv32::{interrupts_off, pmp, wait_for_interrupt, without_interrupts};

@@ -27,6 +27,8 @@ pub struct MemoryMap {
     /// Tasks' code (and their read-only data where `code_alias` is 0), at the
     /// addresses instructions are fetched from.
     pub task_code: Range,
+    /// What each task's code region starts and ends on (a multiple of 256).
+    pub task_code_align: u32,
     /// Tasks' data, bss and stacks (and read-only data where `code_alias` is not 0):
     /// checkpointed.
     pub task_ram: Range,
@@ -91,6 +93,7 @@ mod tests {
             base: 0x403C_0000,
             len: 0x8000,
         },
+        task_code_align: 256,
         task_ram: Range {
             base: 0x3FCC_8000,
             len: 0x1_0000,

@@ -47,9 +47,6 @@ pub fn start(mut nvm: SystemNvm, header: &NvmHeader, formatted: bool, args: &Boo
             ),
         );
     }
-    for t in tasks {
-        load_code(t);
-    }
     let area = header.superblock.kernel_area;
     let fingerprint = app_fingerprint(tasks);
     let mut sys = SYSTEM.lock();
@@ -164,31 +161,27 @@ fn format_area(nvm: &mut SystemNvm, area: amber_format::Region) -> Manager {
     })
 }
 
-/// Copies a task's code (read-only, never checkpointed) to its place, through the
-/// data bus (the board's code alias).
-fn load_code(t: &TaskImage) {
-    for (addr, bytes) in t.segments {
-        if *addr >= t.code.0 && *addr < t.code.0 + t.code.1 {
-            let at = *addr - Chosen::MAP.code_alias;
-            // SAFETY: xtask placed every task's code in the board's task code range,
-            // disjoint from the kernel and from other tasks, and checked the segment
-            // lies inside it; `at` is where the data bus sees it.
-            unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
-        }
-    }
-    arch::sync_instructions();
-}
-
-/// Zeroes a task's RAM and copies its initial data in (a fresh start).
+/// Zeroes the parts of a task's RAM that no segment fills (its bss and stack) for a
+/// fresh start. The loader placed the task's segments (code, and its RAM's initial
+/// bytes) with the kernel's image at this boot, and nothing has run in them yet, so
+/// they are as built. `cargo xtask` lists the segments in address order.
 fn load_ram(t: &TaskImage) {
-    // SAFETY: as in `load_code`, for the task's RAM region.
-    unsafe {
-        core::ptr::write_bytes(t.ram.0 as *mut u8, 0, t.ram.1 as usize);
-        for (addr, bytes) in t.segments {
-            if *addr >= t.ram.0 && *addr < t.ram.0 + t.ram.1 {
-                core::ptr::copy_nonoverlapping(bytes.as_ptr(), *addr as *mut u8, bytes.len());
-            }
+    let (base, len) = t.ram;
+    let end = base + len;
+    let mut at = base;
+    let filled = t
+        .segments
+        .iter()
+        .filter(|(addr, _)| (base..end).contains(addr))
+        .map(|&(addr, n)| (addr, addr + n));
+    for (start, stop) in filled.chain([(end, end)]) {
+        if start > at {
+            // SAFETY: xtask placed every task's RAM in the board's task RAM range,
+            // disjoint from the kernel and from other tasks, and checked that each
+            // segment lies inside its region; [at, start) is inside [base, end).
+            unsafe { core::ptr::write_bytes(at as *mut u8, 0, (start - at) as usize) };
         }
+        at = at.max(stop);
     }
 }
 

@@ -28,6 +28,7 @@ from unicorn import (
     UC_HOOK_MEM_FETCH_UNMAPPED,
     UC_HOOK_MEM_READ,
     UC_HOOK_MEM_READ_UNMAPPED,
+    UC_HOOK_MEM_WRITE,
     UC_HOOK_MEM_WRITE_UNMAPPED,
     UC_MODE_RISCV32,
     UC_PROT_ALL,
@@ -36,7 +37,7 @@ from unicorn import (
 )
 from unicorn import riscv_const as R
 
-from . import image, periph
+from . import image, periph, pmp
 
 SRAM_DATA_BASE = 0x3FC8_0000
 SRAM_BYTES = 384 * 1024
@@ -58,8 +59,6 @@ UNICORN_EXCEPTION_PC_OFFSET = 4
 ABSENT_CSRS = {0x304: "mie", 0x344: "mip", 0xB02: "minstret", 0xB82: "minstreth",
                0xC02: "instret", 0xC82: "instreth"}
 FP_OPCODES = {0x07, 0x27, 0x43, 0x47, 0x4B, 0x4F, 0x53}
-# The tasks' code on the instruction bus (kernel/src/board/esp32c3/map.rs).
-TASK_CODE = (0x403C_6000, 0x403C_E000)
 
 
 def outside_rv32imc(word):
@@ -95,6 +94,33 @@ def first_outside_rv32imc(addr, body):
             return addr + off, why, word if word & 3 == 3 else word & 0xFFFF
         off += 4 if word & 3 == 3 else 2
     return None
+
+
+def csr_sites(addr, body, wanted):
+    """Addresses of the CSR instructions of `body` (code at `addr`, decoded from its
+    start) whose CSR number `wanted` accepts (csrrw/csrrs/csrrc, immediate forms too)."""
+    body = bytes(body) + b"\0\0"
+    found, off = [], 0
+    while off < len(body) - 2:
+        word = int.from_bytes(body[off : off + 4], "little")
+        if word & 3 != 3:
+            off += 2
+            continue
+        if word & 0x7F == 0x73 and (word >> 12) & 7 not in (0, 4) and wanted(word >> 20):
+            found.append(addr + off)
+        off += 4
+    return found
+
+
+def csr_result(insn, old, reg):
+    """The value the CSR instruction `insn` leaves in its CSR, from the CSR's `old` value
+    (`reg(n)` reads x[n]); None when it only reads (csrrs/csrrc with x0 or zimm 0)."""
+    funct3, rs1 = (insn >> 12) & 7, (insn >> 15) & 0x1F
+    src = rs1 if funct3 >= 5 else reg(rs1)
+    op = funct3 & 3
+    if op != 1 and rs1 == 0:
+        return None
+    return src if op == 1 else (old | src if op == 2 else old & ~src)
 
 
 class Stop(Exception):
@@ -159,20 +185,41 @@ class Machine:
             UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED,
             self._on_unmapped,
         )
-        for addr in self._addresses_of(WFI, segments):
+        # The kernel's code is the instruction-bus segment the entry lies in; the
+        # others there are the tasks' code, which the image carries too.
+        code = [(a, b) for a, b in segments if a >= SRAM_DATA_BASE + IRAM_ALIAS]
+        kernel = [(a, b) for a, b in code if a <= entry < a + len(b)]
+        tasks = [(a, b) for a, b in code if (a, b) not in kernel]
+        for addr in self._addresses_of(WFI, kernel):
             self.uc.hook_add(UC_HOOK_CODE, self._on_wfi, None, addr, addr)
-        for addr in self._addresses_of(MRET, segments):
+        for addr in self._addresses_of(MRET, kernel):
             self.uc.hook_add(UC_HOOK_CODE, self._on_mret, None, addr, addr)
+        # PMP as unicorn misses it (pmp.py): the kernel's PMP writes are copied into a
+        # shadow, and at each mret to U-mode the stores the shadow denies near pages
+        # U-mode can reach are hooked.
+        self.pmp = pmp.ShadowPmp()
+        self._guarded_pmp = None
+        self._guards_for = {}  # PMP state -> (ranges to guard, U-writable ranges)
+        self._store_guards = {}  # (lo, hi) -> hook
+        self._retired_callbacks = []
+        self._pending_store = None
+        self.caught_stores = 0
+        for addr, body in kernel:
+            for site in csr_sites(addr, body, pmp.is_pmp_csr):
+                insn = int.from_bytes(body[site - addr : site - addr + 4], "little")
+                self.uc.hook_add(UC_HOOK_CODE, self._on_pmp_csr, insn, site, site)
         # The kernel's code is checked where it lies, in one linear sweep (Rust puts no
-        # data in .text); the tasks' code, which the kernel copies in at boot, block by
-        # block as it first runs.
-        for addr, body in segments:
-            if addr >= SRAM_DATA_BASE + IRAM_ALIAS:
-                bad = first_outside_rv32imc(addr, body)
-                if bad:
-                    raise Stop(f"kernel code: {bad[1]} (instruction {bad[2]:#x})", bad[0])
+        # data in .text); the tasks' code block by block as it first runs (a task may
+        # carry code for other boards that it never runs here).
+        for addr, body in kernel:
+            bad = first_outside_rv32imc(addr, body)
+            if bad:
+                raise Stop(f"kernel code: {bad[1]} (instruction {bad[2]:#x})", bad[0])
         self._checked_blocks = set()
-        self.uc.hook_add(UC_HOOK_BLOCK, self._on_task_block, None, *TASK_CODE)
+        if tasks:
+            start = min(a for a, _ in tasks)
+            end = max(a + len(b) for a, b in tasks)
+            self.uc.hook_add(UC_HOOK_BLOCK, self._on_task_block, None, start, end - 1)
         # Data loads through the instruction bus: the chip serves only aligned words
         # there (esp-idf's "Memory Types": instruction memory "can only be read or
         # written via 4-byte aligned words"; esptool lists the range without
@@ -232,6 +279,9 @@ class Machine:
         except Exception as e:  # noqa: BLE001
             self._fail(str(e))
 
+    def _x(self, n):
+        return self.uc.reg_read(R.UC_RISCV_REG_X0 + n) if n else 0
+
     def _fail(self, why):
         if self.stop is None:
             self.stop = Stop(why, self._pc())
@@ -287,7 +337,7 @@ class Machine:
             insn = int.from_bytes(self.uc.mem_read(pc, 4), "little")
         except UcError:
             return 0
-        reg = lambda n: self.uc.reg_read(R.UC_RISCV_REG_X0 + n) if n else 0  # noqa: E731
+        reg = self._x
         if insn & 3 == 3:
             op = insn & 0x7F
             if op == 0x03:
@@ -316,6 +366,13 @@ class Machine:
         # 2- and 4-byte instructions alike (measured: `sw` and `c.sw` store faults,
         # `ecall`); mepc must be the instruction itself.
         pc = (self._pc() - UNICORN_EXCEPTION_PC_OFFSET) & 0xFFFF_FFFF
+        if self._pending_store is not None:
+            pc, addr, before = self._pending_store
+            self._pending_store = None
+            uc.mem_write(addr, before)
+            self.traps.append((7, pc, addr))
+            self._enter_trap(7, pc, addr)
+            return
         priv = uc.reg_read(R.UC_RISCV_REG_PRIV)
         if intno == CAUSE_ECALL_FROM_U:
             # The hook gets QEMU's raw cause; the mode the ecall came from is added
@@ -341,14 +398,12 @@ class Machine:
         csr, funct3 = insn >> 20, (insn >> 12) & 7
         if csr not in (PCER, PCMR, PCCR) or funct3 in (0, 4):
             return False
-        rd, rs1 = (insn >> 7) & 0x1F, (insn >> 15) & 0x1F
-        src = rs1 if funct3 >= 5 else (self.uc.reg_read(R.UC_RISCV_REG_X0 + rs1) if rs1 else 0)
+        rd = (insn >> 7) & 0x1F
         old = {PCER: 1, PCMR: self.pcmr, PCCR: (self.cycles() - self.pccr_base) & 0xFFFF_FFFF}[csr]
-        op = funct3 & 3
-        new = src if op == 1 else (old | src if op == 2 else old & ~src)
-        if csr == PCMR and (op == 1 or rs1):
+        new = csr_result(insn, old, self._x)
+        if csr == PCMR and new is not None:
             self.pcmr = new & 3
-        if csr == PCCR and (op == 1 or rs1):
+        if csr == PCCR and new is not None:
             self.pccr_base = self.cycles() - new
         if rd:
             self.uc.reg_write(R.UC_RISCV_REG_X0 + rd, old)
@@ -390,6 +445,11 @@ class Machine:
         """mret: an interrupt pending for the mode it returns to is taken at once, at
         the instruction it returns to (as the chip would, one instruction later)."""
         ms = uc.reg_read(R.UC_RISCV_REG_MSTATUS)
+        if self._pending_store is not None:
+            self._fail("simulator: a caught store's fault was not entered")
+            return
+        if (ms >> MPP_SHIFT) & 3 == 0:
+            self._guard_stores()
         if (ms >> MPP_SHIFT) & 3 == 3 and not ms & MSTATUS_MPIE:
             return
         line = self._pending_line()
@@ -399,6 +459,66 @@ class Machine:
         self.interrupts_on_line[line] += 1
         epc = uc.reg_read(R.UC_RISCV_REG_MEPC)
         self._enter_trap(0x8000_0000 | line, epc, 0, interrupt_line=line, after_mret=True)
+
+    def _on_pmp_csr(self, uc, addr, size, insn):
+        """Before a kernel instruction that writes a PMP CSR runs: the shadow takes the
+        value it will write."""
+        csr = insn >> 20
+        new = csr_result(insn, self.pmp.read(csr), self._x)
+        if new is not None:
+            self.pmp.write(csr, new)
+
+    def _guard_stores(self):
+        """Hooks the stores the shadow PMP denies U-mode within pages it can reach, when
+        the PMP changed since the last mret to U-mode. Hooks are slow to add and
+        delete (about half a millisecond each), so one stays while its bytes are not
+        writable: a guard over bytes the running task cannot reach at all is never
+        met by its stores (unicorn's TLB fill faults them first, the TLB being
+        flushed at every trap), only by the kernel's, which it lets through."""
+        state = self.pmp.state()
+        if state == self._guarded_pmp:
+            return
+        self._guarded_pmp = state
+        if state not in self._guards_for:
+            if len(self._guards_for) > 4096:
+                self._guards_for.clear()
+            wanted, writable = [], []
+            for base in (SRAM_DATA_BASE, SRAM_DATA_BASE + IRAM_ALIAS):
+                wanted += self.pmp.denied_stores_near_user(base, base + SRAM_BYTES)
+                writable += [(lo, hi) for lo, hi, rwx in self.pmp.user_rights(base, base + SRAM_BYTES)
+                             if rwx & pmp.W]
+            self._guards_for[state] = (wanted, writable)
+        wanted, writable = self._guards_for[state]
+        for rng in [r for r in self._store_guards if any(r[0] < hi and lo < r[1] for lo, hi in writable)]:
+            h = self._store_guards.pop(rng)
+            # Unicorn frees a hook deleted during emulation only when emu_start
+            # returns; its Python binding drops the callback at once. Keep the
+            # callback alive until then (run() lets go of it between slices).
+            self._retired_callbacks.append(self.uc._callbacks.get(h))
+            self.uc.hook_del(h)
+        for lo, hi in wanted:
+            if (lo, hi) not in self._store_guards:
+                self._store_guards[(lo, hi)] = self.uc.hook_add(
+                    UC_HOOK_MEM_WRITE, self._on_guarded_store, None, lo, hi - 1)
+
+    def _on_guarded_store(self, uc, access, addr, size, value, _data):
+        """A store the PMP denies U-mode, before it lands. If U-mode makes it (unicorn
+        let it through a TLB entry another access filled), it becomes the store
+        access fault. A memory hook may only move the pc (a TLB flush or a privilege
+        change here frees the TLB entry the store in flight still uses), and the store
+        lands when it returns; so the pc goes to the kernel's trap vector, which U-mode
+        cannot fetch, and _on_exception turns that fetch fault into this store's fault
+        and puts the bytes back, before any kernel instruction runs."""
+        if uc.reg_read(R.UC_RISCV_REG_PRIV) != 0 or self.pmp.user_may_store(addr, addr + size):
+            return
+        vector = uc.reg_read(R.UC_RISCV_REG_MTVEC) & ~3
+        if any(rwx & pmp.X for _, _, rwx in self.pmp.user_rights(vector, vector + 2)):
+            self._fail(f"simulator: cannot fault the store to {addr:#010x}: U-mode may "
+                       f"execute the trap vector at {vector:#010x}")
+            return
+        self._pending_store = (self._pc(), addr, bytes(uc.mem_read(addr, size)))
+        self.caught_stores += 1
+        uc.reg_write(R.UC_RISCV_REG_PC, vector)
 
     def _on_wfi(self, uc, addr, size, _data):
         """wfi: the clock skips to the next alarm when nothing is pending; the CPU
@@ -457,6 +577,7 @@ class Machine:
             # The slice ran exactly n instructions unless the run was stopped inside
             # it: then at most n, and the total is only an upper bound.
             self.instructions += n
+            self._retired_callbacks.clear()
             if self.stop is not None:
                 self.count_exact = False
         return self.stop

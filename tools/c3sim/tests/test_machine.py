@@ -45,6 +45,7 @@ def csrw(csr, rs1):
 
 
 ECALL = 0x0000_0073
+MRET = 0x3020_0073
 LOOP = 0x0000_006F  # j .
 T0, T1, A0, A1 = 5, 6, 10, 11
 
@@ -111,6 +112,27 @@ class MachineTest(unittest.TestCase):
             self.assertIsNotNone(stop)
             self.assertIn("through the instruction bus", str(stop))
             self.assertEqual(stop.pc, BASE + 8)
+
+    def test_a_user_store_the_pmp_denies_faults_after_a_load_from_its_page(self):
+        # PMP: [0x3FC9_0000, +0x800) RW, [+0x800, +0x1000) R, then X up to the code.
+        page = 0x3FC9_0000
+        cfg = 0x0C << 24 | 0x09 << 16 | 0x0B << 8  # entry 0 OFF (TOR base), 1 RW, 2 R, 3 X
+        words = li(T0, BASE + 0x100) + [csrw(0x305, T0)]
+        for n, value in enumerate((page >> 2, (page + 0x800) >> 2, (page + 0x1000) >> 2, (BASE + 0x1000) >> 2)):
+            words += li(T0, value) + [csrw(0x3B0 + n, T0)]
+        words += li(T0, cfg) + [csrw(0x3A0, T0)]
+        user = BASE + 4 * (len(words) + 4)
+        words += li(T0, user) + [csrw(0x341, T0), MRET]
+        assert BASE + 4 * len(words) == user
+        # U-mode: a load from the writable half fills the page's TLB entry, then a
+        # store to the read-only half must still fault (cause 7, mtval its address).
+        words += li(T0, page + 0x400) + [lw(A1, T0), addi(T1, 0, 0x55), sw(T1, T0, 0x7FC), LOOP]
+        m, stop = self.boot(words, instructions=400)
+        self.assertIsNone(stop)
+        store_at = BASE + 4 * (len(words) - 2)
+        self.assertEqual(m.traps, [(7, store_at, page + 0xBFC)])
+        self.assertEqual(bytes(m.uc.mem_read(page + 0xBFC, 4)), bytes(4), "the store left no trace")
+        self.assertEqual(m.caught_stores, 1)
 
 
 if __name__ == "__main__":

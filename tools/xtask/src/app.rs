@@ -8,9 +8,11 @@
 //! code), linked at its place, and told where each memory capability it holds lies
 //! (`AMBER_MEM_<NAME>` and `AMBER_MEM_<NAME>_LEN`, read with `amber_user::memory!`);
 //! its loadable bytes are extracted from the ELF. Then a Rust file describing every
-//! task (addresses, priority, fault policy, capabilities, and the bytes by
-//! `include_bytes!`) is generated, and the kernel is built with `AMBER_APP` pointing at
-//! it. This file must never guess: an unknown key, an overlapping or misaligned
+//! task (addresses, priority, fault policy, capabilities, where its segments lie) and
+//! holding each segment's bytes (`include_bytes!`) in a section of its own is
+//! generated, with the list the kernel's `build.rs` places those sections by (each at
+//! its load address, so the loader of the kernel's image places the tasks too), and
+//! the kernel is built with `AMBER_APP` pointing at it. This file must never guess: an unknown key, an overlapping or misaligned
 //! region, a segment outside its task's regions are errors naming the task.
 
 use amber_format::Superblock;
@@ -67,6 +69,47 @@ pub struct Esp32c3Config {
     /// The GPIO whose falling edge (an external supply comparator's output) is the
     /// power-failure interrupt, instead of the brown-out detector.
     pub power_failure_gpio: Option<u32>,
+    /// Sizes of the app's `memory` on this board where they differ (`name = bytes`).
+    #[serde(default)]
+    pub memory: BTreeMap<String, u32>,
+    /// Sizes of tasks on this board where they differ (`name = { code, ram, stack }`).
+    #[serde(default)]
+    pub tasks: BTreeMap<String, TaskSizes>,
+}
+
+/// A task's sizes on one board (`[esp32c3.tasks]`).
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSizes {
+    pub code: u32,
+    pub ram: u32,
+    pub stack: u32,
+}
+
+impl App {
+    /// The app as built for board `board`: on the ESP32-C3, with the sizes its
+    /// `[esp32c3]` table gives; each size is then checked as `load` checks the
+    /// description's own. A size for a memory or task the app lacks is refused.
+    pub fn on_board(mut self, board: &str) -> Result<App, String> {
+        if board != "esp32c3" {
+            return Ok(self);
+        }
+        let at = |what: &str| format!("app `{}`: [esp32c3] {what}", self.name);
+        for (name, &len) in &self.esp32c3.memory {
+            let Some(size) = self.memory.get_mut(name) else {
+                return Err(at(&format!("memory `{name}`: the app has no such memory")));
+            };
+            *size = len;
+        }
+        for (name, sizes) in &self.esp32c3.tasks {
+            let Some(t) = self.tasks.iter_mut().find(|t| &t.name == name) else {
+                return Err(at(&format!("tasks `{name}`: the app has no such task")));
+            };
+            (t.code, t.ram, t.stack) = (sizes.code, sizes.ram, sizes.stack);
+        }
+        check_sizes(&self).map_err(|why| at(&why))?;
+        Ok(self)
+    }
 }
 
 fn default_checkpoint_ms() -> u32 {
@@ -132,7 +175,8 @@ pub enum Cap {
         rights: Vec<String>,
     },
     /// An area of the NVM that is never rolled back (`ring` or `fram`, where the
-    /// superblock places them), mapped through PMP in the board's NVM window.
+    /// superblock places them), mapped through PMP in the board's NVM window, or an
+    /// NvmRegion of it on a board without one ([`eternal_is_nvm_region`]).
     Eternal { area: String, rights: Vec<String> },
     /// Shared memory of the app (`memory`), or `len` bytes of it from `offset`,
     /// mapped through PMP: RAM no checkpoint copies (its owner persists it itself).
@@ -159,6 +203,9 @@ pub struct Placed<'a> {
     pub task: &'a Task,
     /// The memory map of the board it is placed on.
     pub board: &'static MemoryMap,
+    /// The lengths of the ring area and the FRAM partition of the NVM it is placed for
+    /// (0 where that NVM has none).
+    pub nvm_areas: (u32, u32),
     pub code_base: u32,
     pub ram_base: u32,
     /// Where each memory cap the task holds lies, by the name the task knows it by:
@@ -186,29 +233,15 @@ pub fn load(path: &Path) -> Result<App, String> {
         }
     }
     crate::validate::rules(&app).map_err(|e| format!("{}: {e}", path.display()))?;
-    if let Some((name, len)) = app
-        .memory
-        .iter()
-        .find(|(_, len)| **len == 0 || *len % REGION_ALIGN != 0)
-    {
-        return bad_app(format!(
-            "memory `{name}` of {len} bytes must be a non-zero multiple of {REGION_ALIGN}"
-        ));
-    }
+    check_sizes(&app).map_err(|e| format!("{}: {e}", path.display()))?;
     for t in &app.tasks {
         let bad = |why: &str| Err(format!("{}: task `{}`: {why}", path.display(), t.name));
         if t.fault != "end" && t.fault != "restart" {
             return bad("fault must be \"end\" or \"restart\"");
         }
-        if t.code == 0 || t.ram == 0 || t.code % 4 != 0 || t.ram % 4 != 0 {
-            return bad("code and ram must be non-zero multiples of 4 bytes");
-        }
-        if t.stack == 0 || t.stack % 16 != 0 || t.stack >= t.ram {
-            return bad("stack must be a non-zero multiple of 16 bytes smaller than ram");
-        }
         if let Some(k) = t.env.keys().find(|k| {
             k.is_empty()
-                || ["AMBER_MEM_", "AMBER_BOARD_", "AMBER_TASK_"]
+                || ["AMBER_MEM_", "AMBER_BOARD_", "AMBER_TASK_", "AMBER_NVM_"]
                     .iter()
                     .any(|p| k.starts_with(p))
                 || !k
@@ -216,7 +249,7 @@ pub fn load(path: &Path) -> Result<App, String> {
                     .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
         }) {
             return bad(&format!(
-                "env name `{k}` must be made of A-Z, 0-9 and _ (AMBER_MEM_, AMBER_BOARD_ and AMBER_TASK_ are xtask's)"
+                "env name `{k}` must be made of A-Z, 0-9 and _ (AMBER_MEM_, AMBER_BOARD_, AMBER_TASK_ and AMBER_NVM_ are xtask's)"
             ));
         }
         let mut names = Vec::new();
@@ -243,23 +276,6 @@ pub fn load(path: &Path) -> Result<App, String> {
                 Cap::Eternal { area, .. } if !["ring", "fram"].contains(&area.as_str()) => {
                     return bad(&format!("NVM area `{area}` does not exist (ring, fram)"));
                 }
-                Cap::Heap {
-                    memory,
-                    offset,
-                    len,
-                    ..
-                } => {
-                    let Some(&size) = app.memory.get(memory) else {
-                        return bad(&format!("memory `{memory}` is not in the app's `memory`"));
-                    };
-                    let len = len.unwrap_or(size.saturating_sub(*offset));
-                    if offset % 4 != 0 || len % 4 != 0 || len == 0 || offset + len > size {
-                        return bad(&format!(
-                            "a part of memory `{memory}` must be non-empty, 4-byte aligned and \
-                             inside its {size} bytes"
-                        ));
-                    }
-                }
                 _ => {}
             }
             if let Some(name) = memory_name(c).flatten() {
@@ -271,6 +287,53 @@ pub fn load(path: &Path) -> Result<App, String> {
         }
     }
     Ok(app)
+}
+
+/// The rules of an app's sizes: every memory a non-zero multiple of the region
+/// alignment, every task's code and RAM a non-zero multiple of 4 bytes, its stack a
+/// non-zero multiple of 16 smaller than its RAM, and every part of a memory a task is
+/// granted inside that memory.
+fn check_sizes(app: &App) -> Result<(), String> {
+    if let Some((name, len)) = app
+        .memory
+        .iter()
+        .find(|(_, len)| **len == 0 || *len % REGION_ALIGN != 0)
+    {
+        return Err(format!(
+            "memory `{name}` of {len} bytes must be a non-zero multiple of {REGION_ALIGN}"
+        ));
+    }
+    for t in &app.tasks {
+        let bad = |why: String| Err(format!("task `{}`: {why}", t.name));
+        if t.code == 0 || t.ram == 0 || t.code % 4 != 0 || t.ram % 4 != 0 {
+            return bad("code and ram must be non-zero multiples of 4 bytes".into());
+        }
+        if t.stack == 0 || t.stack % 16 != 0 || t.stack >= t.ram {
+            return bad("stack must be a non-zero multiple of 16 bytes smaller than ram".into());
+        }
+        for c in &t.caps {
+            let Cap::Heap {
+                memory,
+                offset,
+                len,
+                ..
+            } = c
+            else {
+                continue;
+            };
+            let Some(&size) = app.memory.get(memory) else {
+                return bad(format!("memory `{memory}` is not in the app's `memory`"));
+            };
+            let len = len.unwrap_or(size.saturating_sub(*offset));
+            if offset % 4 != 0 || len % 4 != 0 || len == 0 || offset + len > size {
+                return bad(format!(
+                    "a part of memory `{memory}` must be non-empty, 4-byte aligned and \
+                     inside its {size} bytes"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// For a memory capability, the name the task knows it by (if it has one); `None`
@@ -318,6 +381,17 @@ pub fn place<'a>(app: &'a App, nvm_size: u32, board: &str) -> Result<Vec<Placed<
     let mut code = map.task_code.base;
     let mut ram = map.task_ram.base;
     let mut out = Vec::new();
+    let align = map.task_code_align;
+    if let Some(t) = app.tasks.iter().find(|t| t.code % align != 0) {
+        return Err(format!(
+            "app `{}`: task `{}`: its code region of {} bytes must be a multiple of {align} \
+             on board {board} (where each task's code starts and ends)",
+            app.name, t.name, t.code
+        ));
+    }
+    let nvm_areas = Superblock::for_device(nvm_size)
+        .map(|sb| (sb.ring_area.len, sb.fram_area.len))
+        .unwrap_or_default();
     for task in &app.tasks {
         let mut memory = Vec::new();
         let mut ranges = Vec::new();
@@ -326,7 +400,7 @@ pub fn place<'a>(app: &'a App, nvm_size: u32, board: &str) -> Result<Vec<Placed<
                 Cap::Mmio { base, len, .. } => Some((*base, *len)),
                 Cap::Eternal { area, .. } => Some(nvm_area(map, nvm_size, area).ok_or_else(|| {
                     format!(
-                        "task `{}`: board {board} with an NVM of {nvm_size} bytes has no memory-mapped `{area}` area",
+                        "task `{}`: board {board} with an NVM of {nvm_size} bytes has no `{area}` area",
                         task.name
                     )
                 })?),
@@ -349,12 +423,13 @@ pub fn place<'a>(app: &'a App, nvm_size: u32, board: &str) -> Result<Vec<Placed<
         out.push(Placed {
             task,
             board: map,
+            nvm_areas,
             code_base: code,
             ram_base: ram,
             memory,
             ranges,
         });
-        code = align_up(code + task.code, REGION_ALIGN);
+        code = align_up(code + task.code, REGION_ALIGN.max(align));
         ram = align_up(ram + task.ram, REGION_ALIGN);
         if !inside(&map.task_code, code) {
             let what = format!("task code (up to `{}`)", task.name);
@@ -368,8 +443,9 @@ pub fn place<'a>(app: &'a App, nvm_size: u32, board: &str) -> Result<Vec<Placed<
     Ok(out)
 }
 
-/// Where NVM area `area` of a device of `nvm_size` bytes appears in the board's
-/// address space, when the NVM is memory-mapped.
+/// Where NVM area `area` of a device of `nvm_size` bytes lies: in the board's address
+/// space when the NVM is memory-mapped, else its offset in the NVM (see
+/// [`eternal_is_nvm_region`]).
 fn nvm_area(map: &MemoryMap, nvm_size: u32, area: &str) -> Option<(u32, u32)> {
     let sb = Superblock::for_device(nvm_size).ok()?;
     let region = if area == "ring" {
@@ -377,15 +453,28 @@ fn nvm_area(map: &MemoryMap, nvm_size: u32, area: &str) -> Option<(u32, u32)> {
     } else {
         sb.fram_area
     };
-    (region.len > 0).then_some((map.nvm_window? + region.offset, region.len))
+    let base = match map.nvm_window {
+        Some(window) => window + region.offset,
+        None => region.offset,
+    };
+    (region.len > 0).then_some((base, region.len))
+}
+
+/// Whether an `eternal` capability is granted as an NvmRegion (the area's range of the
+/// NVM, reached only with `NvmRead`/`NvmWrite`) rather than a memory object mapped by
+/// PMP: on a board whose NVM has no address (the ESP32-C3's FRAM is on SPI). The task
+/// is then told the area's NVM offset as its "base".
+pub fn eternal_is_nvm_region(map: &MemoryMap) -> bool {
+    map.nvm_window.is_none()
 }
 
 /// The environment task `p` is built with: its app's settings, where each memory
 /// capability it holds lies (`AMBER_MEM_<NAME>`, `AMBER_MEM_<NAME>_LEN`), and the
 /// board's places that tasks may name but never reach (`AMBER_BOARD_KERNEL`, the
 /// kernel's RAM; `AMBER_BOARD_TASK_RAM`, the first task's RAM; `AMBER_BOARD_CONSOLE`,
-/// the kernel's console device; `AMBER_BOARD_CODE_ALIAS`) and its own
-/// (`AMBER_TASK_CODE`, `AMBER_TASK_RAM`): all decimal.
+/// the kernel's console device; `AMBER_BOARD_CODE_ALIAS`), its own (`AMBER_TASK_CODE`,
+/// `AMBER_TASK_RAM`) and the sizes of the NVM's ring area and FRAM partition
+/// (`AMBER_NVM_RING_LEN`, `AMBER_NVM_FRAM_LEN`; 0 where it has none): all decimal.
 pub fn task_env(p: &Placed) -> BTreeMap<String, String> {
     let mut env = p.task.env.clone();
     let map = p.board;
@@ -396,6 +485,8 @@ pub fn task_env(p: &Placed) -> BTreeMap<String, String> {
         ("AMBER_BOARD_CODE_ALIAS", map.code_alias),
         ("AMBER_TASK_CODE", p.code_base),
         ("AMBER_TASK_RAM", p.ram_base),
+        ("AMBER_NVM_RING_LEN", p.nvm_areas.0),
+        ("AMBER_NVM_FRAM_LEN", p.nvm_areas.1),
     ] {
         env.insert(key.to_owned(), value.to_string());
     }
@@ -429,6 +520,7 @@ pub fn memory_x(p: &Placed) -> String {
 /// A loadable segment extracted from a task ELF.
 pub struct Segment {
     pub addr: u32,
+    pub len: u32,
     pub file: PathBuf,
 }
 
@@ -462,8 +554,14 @@ pub fn extract(elf: &Path, p: &Placed, dir: &Path) -> Result<(Vec<Segment>, u32)
         }
         let out = dir.join(format!("{}.{i}.bin", p.task.name));
         std::fs::write(&out, bytes).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-        segments.push(Segment { addr, file: out });
+        segments.push(Segment {
+            addr,
+            len,
+            file: out,
+        });
     }
+    // In address order: the kernel zeroes the gaps between them in one pass.
+    segments.sort_by_key(|s| s.addr);
     let entry = file.elf_header().e_entry(endian);
     if !inside(entry, 4, p.code_base, p.task.code) {
         return Err(format!(
@@ -527,12 +625,7 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)], nvm_size: u32
         let _ = writeln!(s, "        fault: amber_core::FaultPolicy::{fault},");
         let _ = writeln!(s, "        segments: &[");
         for seg in segments {
-            let _ = writeln!(
-                s,
-                "            ({:#010x}, include_bytes!({:?})),",
-                seg.addr,
-                seg.file.display().to_string()
-            );
+            let _ = writeln!(s, "            ({:#010x}, {}),", seg.addr, seg.len);
         }
         let _ = writeln!(s, "        ],");
         let _ = writeln!(s, "        caps: &[");
@@ -554,6 +647,10 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)], nvm_size: u32
                 Cap::Timer {} => "CapSpec::Timer".to_owned(),
                 Cap::Mmio { rights: r, .. } => format!(
                     "CapSpec::MemObj {{ base: {base:#010x}, len: {len:#x}, rights: {}, kind: amber_core::MemKind::Device }}",
+                    rights(r)
+                ),
+                Cap::Eternal { rights: r, .. } if eternal_is_nvm_region(p.board) => format!(
+                    "CapSpec::NvmRegion {{ offset: {base:#x}, len: {len:#x}, rights: {} }}",
                     rights(r)
                 ),
                 Cap::Eternal { rights: r, .. } => format!(
@@ -580,7 +677,37 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)], nvm_size: u32
         let _ = writeln!(s, "    }},");
     }
     s.push_str("];\n");
+    // Every segment as a section of the kernel's image at its own address
+    // (`task_sections`), so that the loader places it; by assembly, so that no kernel
+    // symbol covers a task's code (a debugger would name the task's functions by it).
+    for (i, seg) in placed
+        .iter()
+        .flat_map(|(_, segments, _)| segments)
+        .enumerate()
+    {
+        let incbin = format!(".incbin {:?}", seg.file.display().to_string());
+        let _ = writeln!(
+            s,
+            "core::arch::global_asm!({:?}, {incbin:?}, \".popsection\");",
+            format!(".pushsection {TASK_SECTION}{i}, \"a\"")
+        );
+    }
     s
+}
+
+/// The prefix of the kernel image's section that holds a task segment (numbered from
+/// 0 in the order [`generate`] lists them).
+const TASK_SECTION: &str = ".amber_task.";
+
+/// The list the kernel's `build.rs` places the task segments' sections with: one line
+/// per segment, its section and load address, in [`generate`]'s order.
+pub fn task_sections(placed: &[(Placed, Vec<Segment>, u32)]) -> String {
+    placed
+        .iter()
+        .flat_map(|(_, segments, _)| segments)
+        .enumerate()
+        .map(|(i, seg)| format!("{TASK_SECTION}{i} {:#010x}\n", seg.addr))
+        .collect()
 }
 
 #[cfg(test)]
@@ -665,7 +792,7 @@ mod tests {
 
     #[test]
     fn an_app_too_big_for_the_c3_is_refused_with_what_overflows_by_how_much() {
-        let big = ONE.replace("code = 4096", "code = 32768");
+        let big = ONE.replace("code = 4096", "code = 45056");
         let mut a = app(&big).unwrap();
         a.tasks.push(app(&big).unwrap().tasks.remove(0));
         a.tasks[1].name = "b".into();
@@ -674,8 +801,86 @@ mod tests {
         assert_eq!(
             e,
             "app `t`: task code (up to `b`) does not fit on board esp32c3: \
-             32768 bytes past the 32768 bytes at 0x403c6000"
+             4096 bytes past the 86016 bytes at 0x403b7000"
         );
+    }
+
+    #[test]
+    fn on_the_c3_a_task_code_region_is_whole_pages() {
+        let a = app(&ONE.replace("code = 4096", "code = 4352")).unwrap();
+        assert!(
+            place(&a, 4 << 20, BOARD).is_ok(),
+            "QEMU takes 256-byte multiples"
+        );
+        let e = place(&a, 512 << 10, "esp32c3").err().unwrap();
+        assert!(
+            e.contains("must be a multiple of 4096 on board esp32c3"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_esp32c3_table_gives_that_boards_sizes_and_refuses_unknown_names() {
+        let toml = |extra: &str| {
+            ONE.replace(
+                "[[tasks]]",
+                &format!("[memory]\nspi = 0x7400\n[esp32c3]\n{extra}\n[[tasks]]"),
+            )
+        };
+        let a = app(&toml(
+            "memory = { spi = 0x2000 }\ntasks = { a = { code = 8192, ram = 2048, stack = 512 } }",
+        ))
+        .unwrap();
+        assert_eq!(
+            a.memory["spi"], 0x7400,
+            "QEMU keeps the description's sizes"
+        );
+        let c3 = a.on_board("esp32c3").unwrap();
+        assert_eq!(c3.memory["spi"], 0x2000);
+        let t = &c3.tasks[0];
+        assert_eq!((t.code, t.ram, t.stack), (8192, 2048, 512));
+        let e = app(&toml("memory = { cache = 0x100 }"))
+            .unwrap()
+            .on_board("esp32c3")
+            .unwrap_err();
+        assert!(
+            e.contains("memory `cache`: the app has no such memory"),
+            "{e}"
+        );
+        let e = app(&toml(
+            "tasks = { z = { code = 4096, ram = 4096, stack = 512 } }",
+        ))
+        .unwrap()
+        .on_board("esp32c3")
+        .unwrap_err();
+        assert!(e.contains("tasks `z`: the app has no such task"), "{e}");
+        let e = app(&toml(
+            "tasks = { a = { code = 4096, ram = 512, stack = 512 } }",
+        ))
+        .unwrap()
+        .on_board("esp32c3")
+        .unwrap_err();
+        assert!(e.contains("stack must be"), "{e}");
+    }
+
+    #[test]
+    fn on_a_board_without_an_nvm_window_an_eternal_area_is_its_nvm_range() {
+        let a = app(&with(
+            "",
+            "{ kind = \"eternal\", area = \"ring\", rights = [\"read\"] }",
+        ))
+        .unwrap();
+        let sb = Superblock::for_device(512 << 10).unwrap();
+        let p = place(&a, 512 << 10, "esp32c3").unwrap();
+        assert_eq!(
+            p[0].ranges,
+            vec![Some((sb.ring_area.offset, sb.ring_area.len))]
+        );
+        let env = task_env(&p[0]);
+        assert_eq!(env["AMBER_NVM_RING_LEN"], (16 << 10).to_string());
+        assert_eq!(env["AMBER_NVM_FRAM_LEN"], (64 << 10).to_string());
+        assert!(eternal_is_nvm_region(p[0].board));
+        assert!(!eternal_is_nvm_region(board_map(BOARD).unwrap()));
     }
 
     /// `ONE` with `caps` (a TOML array) and `top` (tables before the first task).

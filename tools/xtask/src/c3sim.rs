@@ -102,7 +102,7 @@ pub fn test_all() -> Result<(), String> {
     )?;
     let images = root().join("target/amber/esp32c3");
     step(
-        "booting the C3 images in the simulator (demo, faulter; brown-out, comparator; ckcounter crash cycles)",
+        "booting the C3 images in the simulator (demo, faulter; brown-out, comparator; ckcounter and heap crash cycles)",
         simulator(&python)
             .args(["-m", "c3sim.check", "--images"])
             .arg(&images)

@@ -24,6 +24,9 @@ use std::process::{Command, ExitCode};
 
 const TARGET: &str = "riscv32imc-unknown-none-elf";
 const KERNEL_PACKAGE: &str = "amber-kernel";
+/// Beside the generated `app.rs`: where the kernel's `build.rs` finds the task
+/// segments' sections and load addresses (`app::task_sections`).
+const TASK_SECTIONS: &str = "task-sections.txt";
 
 const USAGE: &str = "\
 usage: cargo xtask <command> [options]
@@ -184,9 +187,9 @@ fn build_kernel(app_rs: Option<&Path>) -> Result<PathBuf, String> {
 fn build_kernel_on(board: &str, app_rs: Option<&Path>) -> Result<PathBuf, String> {
     ensure_target()?;
     let mut cmd = cargo();
-    if board != app::BOARD {
-        cmd.arg("--config")
-            .arg(format!("build.target-dir={:?}", board_target_dir(board)));
+    cmd.args(board_config(board));
+    if board == esp32c3::BOARD {
+        cmd.args(KERNEL_FOR_SIZE.iter().flat_map(|c| ["--config", c]));
     }
     cmd.args([
         "build",
@@ -197,6 +200,9 @@ fn build_kernel_on(board: &str, app_rs: Option<&Path>) -> Result<PathBuf, String
         TARGET,
     ])
     .env("AMBER_BOARD", board);
+    if board == esp32c3::BOARD {
+        cmd.args(["--features", "small-checksum"]);
+    }
     match app_rs {
         Some(p) => cmd.env("AMBER_APP", p),
         None => cmd.env_remove("AMBER_APP"),
@@ -229,6 +235,28 @@ fn release_dir_on(board: &str) -> PathBuf {
     .join(TARGET)
     .join("release")
 }
+
+/// Cargo's settings for building the kernel and tasks of `board`: another board than
+/// the default builds in its own target folder.
+fn board_config(board: &str) -> Vec<String> {
+    match board {
+        app::BOARD => vec![],
+        other => vec![
+            "--config".to_owned(),
+            format!("build.target-dir={:?}", board_target_dir(other)),
+        ],
+    }
+}
+
+/// The ESP32-C3's kernel is built for size (opt-level "z", amber-core too: about 16 KB
+/// less code than "s" with amber-core at 2; and the feature `small-checksum`, 12 KiB
+/// less of CRC tables), for its 393 KB of SRAM hold the kernel, every task and the
+/// app's memory; QEMU's builds, and every figure measured on them, stay as they are.
+/// Its tasks stay at "s" ("z" made the heap app's larger).
+const KERNEL_FOR_SIZE: [&str; 2] = [
+    "profile.release.opt-level=\"z\"",
+    "profile.release.package.amber-core.opt-level=\"z\"",
+];
 
 /// The cargo target folder of a board other than the default.
 fn board_target_dir(board: &str) -> PathBuf {
@@ -296,7 +324,7 @@ fn build_app(name: &str, nvm_size: u64) -> Result<PathBuf, String> {
 /// [`build_app`] for board `board`, into [`apps_dir`]`(board)`.
 fn build_app_on(board: &str, name: &str, nvm_size: u64) -> Result<PathBuf, String> {
     ensure_target()?;
-    let app = load_app(name)?;
+    let app = load_app(name)?.on_board(board)?;
     let nvm_size = u32::try_from(nvm_size).map_err(|_| {
         format!("an NVM of {nvm_size} bytes is larger than the 4 GiB Amber addresses")
     })?;
@@ -316,13 +344,7 @@ fn build_app_on(board: &str, name: &str, nvm_size: u64) -> Result<PathBuf, Strin
         step(
             &format!("building task `{}` ({})", p.task.name, p.task.krate),
             cargo()
-                .args(match board {
-                    app::BOARD => vec![],
-                    other => vec![
-                        "--config".to_owned(),
-                        format!("build.target-dir={:?}", board_target_dir(other)),
-                    ],
-                })
+                .args(board_config(board))
                 .args([
                     "rustc",
                     "--release",
@@ -361,6 +383,9 @@ fn build_app_on(board: &str, name: &str, nvm_size: u64) -> Result<PathBuf, Strin
     let app_rs = out.join("app.rs");
     std::fs::write(&app_rs, app::generate(&app, &built, nvm_size))
         .map_err(|e| format!("cannot write {}: {e}", app_rs.display()))?;
+    let sections = out.join(TASK_SECTIONS);
+    std::fs::write(&sections, app::task_sections(&built))
+        .map_err(|e| format!("cannot write {}: {e}", sections.display()))?;
     let kernel = build_kernel_on(board, Some(&app_rs))?;
     let image = apps_dir(board).join(format!("{name}.elf"));
     std::fs::copy(&kernel, &image).map_err(|e| format!("cannot copy the kernel image: {e}"))?;

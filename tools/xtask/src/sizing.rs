@@ -64,7 +64,7 @@ pub fn power_failure_bound(app: &App) -> Result<Sizing, String> {
         };
         let max_dirty = setting("AMBER_HEAP_MAX_DIRTY", declared::DEFAULT_MAX_DIRTY)?;
         let clients = setting("AMBER_HEAP_CLIENTS", declared::DEFAULT_CLIENTS)?;
-        let d = declared(max_dirty, clients, &InstrModel::QEMU_SPIDRV).map_err(|largest| {
+        let d = declared(max_dirty, clients, declared::RING_CAPACITY, &InstrModel::QEMU_SPIDRV).map_err(|largest| {
             format!(
                 "task {}: dirty limit {max_dirty} does not fit the driver's ring (at most {largest})",
                 t.name

@@ -18,6 +18,7 @@ use amber_core::{
     CapSpec, FaultPolicy, Kernel, MemKind, RegionSpec, Rights, TaskSpec, MAX_NAME, MAX_OBJECTS,
     MAX_REGIONS, MAX_TASKS, NUM_PRIORITIES, SLOTS,
 };
+use amber_kernel::board::MemoryMap;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -168,7 +169,7 @@ fn rights(list: &[String]) -> Rights {
 }
 
 /// The kernel's view of cap `c`; `placed` is where xtask put it, if it is memory.
-fn cap_spec(c: &Cap, placed: Option<(u32, u32)>) -> CapSpec<'_> {
+fn cap_spec<'a>(c: &'a Cap, placed: Option<(u32, u32)>, map: &MemoryMap) -> CapSpec<'a> {
     let (at, size) = placed.unwrap_or_default();
     let mem = |base, len, r: &[String], kind| CapSpec::MemObj {
         base,
@@ -195,6 +196,13 @@ fn cap_spec(c: &Cap, placed: Option<(u32, u32)>) -> CapSpec<'_> {
         Cap::Mmio {
             base, len, rights, ..
         } => mem(*base, *len, rights, MemKind::Device),
+        Cap::Eternal { rights: r, .. } if crate::app::eternal_is_nvm_region(map) => {
+            CapSpec::NvmRegion {
+                offset: at,
+                len: size,
+                rights: rights(r),
+            }
+        }
         Cap::Eternal { rights, .. } => mem(at, size, rights, MemKind::Eternal),
         Cap::Heap { rights, .. } => mem(at, size, rights, MemKind::HeapManaged),
         Cap::Nvm {
@@ -216,7 +224,7 @@ fn kernel_check(placed: &[Placed]) -> Result<(), String> {
         .iter()
         .map(|p| {
             let slots = p.task.caps.iter().zip(&p.ranges);
-            slots.map(|(c, &r)| cap_spec(c, r)).collect()
+            slots.map(|(c, &r)| cap_spec(c, r, p.board)).collect()
         })
         .collect();
     let regions: Vec<[RegionSpec; 2]> = placed

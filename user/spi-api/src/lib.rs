@@ -2,9 +2,10 @@
 //!
 //! Every client has a buffer of [`MAX_CHUNK`] bytes shared with the driver alone, in
 //! the driver's never-checkpointed memory `spi` (a "heap" memory of the app): the
-//! driver holds all of it, its pending-entry index first ([`INDEX_BYTES`]), and the
-//! client with badge `b` the [`MAX_CHUNK`] bytes at [`buffer_offset`]`(b)` of it, which
-//! the app grants as a part of `spi`. A request is a Call on the driver's endpoint with
+//! driver holds all of it, the client with badge `b` the [`MAX_CHUNK`] bytes at
+//! [`buffer_offset`]`(b)` of it, which the app grants as a part of `spi`, and the rest,
+//! from [`INDEX_OFFSET`], is the driver's pending-entry index (as large as the app makes
+//! `spi`: the driver refuses to start with one too small for its ring). A request is a Call on the driver's endpoint with
 //! four words `[op, addr, len, check]` and no message bytes: a write's bytes are at
 //! the start of the buffer, and a read's come back there. The reply is `[status,
 //! writer index low, writer index high, free ring bytes]` for a write and `[status,
@@ -39,10 +40,9 @@ pub const OP_READ: u32 = 2;
 pub const MAX_CHUNK: usize = 256;
 /// Clients the driver serves: badges 1 to `MAX_CLIENTS`.
 pub const MAX_CLIENTS: u32 = 4;
-/// Bytes of the pending-entry index at the start of the driver's memory `spi`.
-pub const INDEX_BYTES: usize = 28 * 1024;
-/// Bytes of `spi`: the index and every client's buffer (the app's `memory` says so).
-pub const DRIVER_RAM_BYTES: usize = INDEX_BYTES + MAX_CLIENTS as usize * MAX_CHUNK;
+/// Where the driver's pending-entry index begins in its memory `spi`: after every
+/// client's buffer.
+pub const INDEX_OFFSET: usize = MAX_CLIENTS as usize * MAX_CHUNK;
 
 /// Where in `spi` the buffer of the client with `badge` (1 to [`MAX_CLIENTS`]) is, or
 /// `None` for a badge the driver does not serve.
@@ -50,7 +50,7 @@ pub const fn buffer_offset(badge: u32) -> Option<usize> {
     if badge == 0 || badge > MAX_CLIENTS {
         return None;
     }
-    Some(INDEX_BYTES + (badge as usize - 1) * MAX_CHUNK)
+    Some((badge as usize - 1) * MAX_CHUNK)
 }
 
 /// Requests a [`Client`] makes for one write or read whose buffer a restore lost
@@ -211,15 +211,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_served_badge_has_its_own_buffer_after_the_index() {
+    fn every_served_badge_has_its_own_buffer_before_the_index() {
         assert_eq!(buffer_offset(0), None, "badge 0 is no client");
         assert_eq!(buffer_offset(MAX_CLIENTS + 1), None);
-        assert_eq!(buffer_offset(1), Some(0x7000));
+        assert_eq!(buffer_offset(1), Some(0));
         let all: Vec<usize> = (1..=MAX_CLIENTS).filter_map(buffer_offset).collect();
         assert_eq!(all.len(), MAX_CLIENTS as usize);
         for (i, &at) in all.iter().enumerate() {
-            assert!(at >= INDEX_BYTES, "buffers follow the index");
-            assert!(at + MAX_CHUNK <= DRIVER_RAM_BYTES);
+            assert!(
+                at + MAX_CHUNK <= INDEX_OFFSET,
+                "the index follows the buffers"
+            );
             assert_eq!(at % 256, 0, "a PMP region of its own, 256-aligned");
             if i > 0 {
                 assert_eq!(at - all[i - 1], MAX_CHUNK, "no two overlap");

@@ -26,9 +26,3 @@ pub fn wait_for_interrupt() {
 pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
     riscv::interrupt::free(f)
 }
-
-/// Makes code just copied into memory visible to instruction fetch.
-pub fn sync_instructions() {
-    // SAFETY: `fence.i` only orders instruction fetches after the stores before it.
-    unsafe { core::arch::asm!("fence.i") };
-}

@@ -17,6 +17,7 @@ pub const MAP: MemoryMap = MemoryMap {
         base: 0x8100_0000,
         len: 8 << 20,
     },
+    task_code_align: 256,
     task_ram: Range {
         base: 0x8180_0000,
         len: 0x8700_0000 - 0x8180_0000,

@@ -51,7 +51,7 @@
 
 use amber_heap_api::{PinPage, Status, CHUNK, OP_ALLOC};
 use amber_heap_service::declared::{
-    self, declared, heap_config, max_object, meta_bytes, ARENA_BYTES, RING_CAPACITY,
+    self, declared, heap_config, max_object, meta_bytes, ARENA_BYTES,
 };
 use amber_heap_service::{
     InstrModel, Overrun, PersistBound, PersistCost, PersistLog, PhaseBound, Service, SpiPort,
@@ -91,10 +91,24 @@ const _: () = assert!(
     CLIENTS >= 1 && CLIENTS <= declared::MAX_CLIENTS as usize,
     "AMBER_HEAP_CLIENTS must be 1 or 2"
 );
-/// The MB85RS4MT behind the driver: this app gives the heaps the whole chip.
-const FRAM_BYTES: u32 = 512 * 1024;
-/// FRAM per heap (each heap's layout ends well inside it).
-const HEAP_STRIDE: u32 = 128 * 1024;
+/// The FRAM behind the driver, the NVM's FRAM partition (`AMBER_NVM_FRAM_LEN`, which
+/// cargo xtask sets from the NVM the app is built for: 512 KiB on QEMU's 4 MiB, 64 KiB
+/// of the ESP32-C3's 512 KiB): this app gives the heaps all of it.
+const FRAM_BYTES: u32 = build_setting(option_env!("AMBER_NVM_FRAM_LEN"), 512 * 1024);
+/// The driver's ring (`AMBER_NVM_RING_LEN`, the NVM's ring area: 64 KiB on QEMU's
+/// 4 MiB NVM, 16 KiB on the ESP32-C3's 512 KiB), less its header.
+const RING_CAPACITY: u32 =
+    amber_vring::layout::capacity_for(build_setting(option_env!("AMBER_NVM_RING_LEN"), 64 * 1024));
+/// FRAM per heap: an equal share of the FRAM before the probe's KiB, in whole KiB, at
+/// most 128 KiB.
+const HEAP_STRIDE: u32 = {
+    let share = (FRAM_BYTES - 1024) / CLIENTS as u32 / 1024 * 1024;
+    if share < 128 * 1024 {
+        share
+    } else {
+        128 * 1024
+    }
+};
 /// Largest client object (`declared::max_object`).
 const MAX_OBJECT: u32 = max_object(MAX_DIRTY);
 /// The dirty limit: `AMBER_HEAP_MAX_DIRTY` at build time, else 1 KiB (see the file
@@ -207,9 +221,16 @@ struct Heapsvc<'s> {
 }
 
 fn main() {
+    if CONFIG.nvm_end().is_none_or(|end| end > HEAP_STRIDE) {
+        println!(
+            "heapsvc: a heap needs {:?} bytes of FRAM, more than its share of {HEAP_STRIDE} of the {FRAM_BYTES} (AMBER_NVM_FRAM_LEN)",
+            CONFIG.nvm_end()
+        );
+        exit(4);
+    }
     // The driver's calls cost more where every ring byte crosses the kernel's SPI bus.
     let model = InstrModel::for_bus(nvm_on_bus());
-    let d = match declared(MAX_DIRTY, CLIENTS as u32, &model) {
+    let d = match declared(MAX_DIRTY, CLIENTS as u32, RING_CAPACITY, &model) {
         Ok(d) => d,
         Err(largest) => {
             println!(
@@ -433,7 +454,8 @@ impl Heapsvc<'_> {
         self.reload_if_restored();
         let exact = counters_exact();
         let before = self.stats.get();
-        let start = instret();
+        // A board without an exact counter may have no `instret` for tasks at all.
+        let start = if exact { instret() } else { 0 };
         let mut r = Ok(());
         for svc in &mut self.svcs {
             r = r.and(svc.persist());
@@ -544,7 +566,14 @@ impl Heapsvc<'_> {
 /// 20 one-byte entries over an 8-byte read, 20 256-byte entries over a 256-byte read.
 /// Returns the ring bytes the probe writes took.
 fn measure_driver(mut spi: Driver) -> u64 {
-    fn cheapest(mut f: impl FnMut()) -> u32 {
+    // A board without an exact counter may have no `instret` for tasks at all (the
+    // ESP32-C3): there the calls are made, for the ring bytes they take, and not timed.
+    let exact = counters_exact();
+    fn timed(exact: bool, mut f: impl FnMut()) -> u32 {
+        if !exact {
+            f();
+            return 0;
+        }
         (0..4)
             .map(|_| {
                 let t = instret();
@@ -561,16 +590,16 @@ fn measure_driver(mut spi: Driver) -> u64 {
     let mut reader = spi;
     let mut read = move |len: usize| {
         let mut buf = [0u8; CHUNK];
-        cheapest(|| {
+        timed(exact, || {
             let _ = reader.read(read_at, &mut buf[..len]);
         })
     };
     let (r8, r256) = (read(8), read(CHUNK));
     let (w16, w256) = (
-        cheapest(|| {
+        timed(exact, || {
             let _ = spi.write(write_at, &data[..16]);
         }),
-        cheapest(|| {
+        timed(exact, || {
             let _ = spi.write(write_at, &data[..CHUNK]);
         }),
     );

@@ -1,9 +1,9 @@
-//! spidrv: the SPI FRAM driver task. It owns the FRAM (an MB85RS4MT; on QEMU emulated
-//! over the NVM's FRAM partition, the eternal area `fram`) and its request ring (the
-//! eternal area `ring`). Its memory `spi`, RAM the kernel never checkpoints, holds an
+//! spidrv: the SPI FRAM driver task. It owns the FRAM (the NVM's FRAM partition, the
+//! eternal area `fram`: on QEMU's memory-mapped NVM an MB85RS part emulated over it)
+//! and its request ring (the eternal area `ring`). Its memory `spi`, RAM the kernel
+//! never checkpoints, holds one buffer per client, shared with that client, and an
 //! index of the ring's pending entries (emptied at every open of the ring, so a read
-//! scans it instead of the ring's records) and one buffer per client, shared with
-//! that client. Where each lies the app description decides (`amber_user::memory!`).
+//! scans it instead of the ring's records). Where each lies the app description decides (`amber_user::memory!`).
 //! Clients write and read by IPC (endpoint, slot 0; the badge names the client and its
 //! buffer; protocol in `amber-spi-api`: a write whose bytes do not match its request's
 //! check word, because a restore lost the shared buffer while the request was in
@@ -36,10 +36,10 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 use amber_format::Region;
-use amber_fram::{EmuFram, Fram, Part};
+use amber_fram::{AddressWidth, EmuFram, Fram, Part};
 use amber_nvm::MmioNvm;
 use amber_spi_api::{
-    buffer_offset, payload_check, SpiError, INDEX_BYTES, MAX_CHUNK, OP_READ, OP_WRITE,
+    buffer_offset, payload_check, SpiError, INDEX_OFFSET, MAX_CHUNK, OP_READ, OP_WRITE,
 };
 use amber_user::abi::NO_SLOT;
 use amber_user::{
@@ -66,23 +66,26 @@ const RESTORED: u32 = 1 << 1;
 const RING: Memory = memory!("RING");
 const FRAM: Memory = memory!("FRAM");
 const SPI: Memory = memory!("SPI");
-const FRAM_PART: Part = Part::MB85RS4MT;
-/// The pending-entry index, at the start of `spi` (`amber-spi-api`). 28 KiB: one
-/// 12-byte slot per smallest record of the ring.
-const INDEX_SLOTS: usize = INDEX_BYTES / core::mem::size_of::<PendingEntry>();
+/// The FRAM: an MB85RS-class part of the FRAM partition's size (the MB85RS4MT's 512
+/// KiB on a 4 MiB NVM, 64 KiB of the ESP32-C3's MB85RS4MT).
+const FRAM_PART: Part = match Part::new(FRAM.len as u32, AddressWidth::Three) {
+    Ok(part) => part,
+    // Refused on the device below; a host build has no areas.
+    Err(_) => Part::MB85RS4MT,
+};
+/// The pending-entry index, in `spi` after the clients' buffers (`amber-spi-api`): one
+/// 12-byte slot per smallest record of the ring (28 KiB for a 64 KiB ring).
+const INDEX_SLOTS: usize =
+    SPI.len.saturating_sub(INDEX_OFFSET) / core::mem::size_of::<PendingEntry>();
 #[cfg(target_os = "none")]
 const _: () = {
     assert!(
         INDEX_SLOTS >= IndexedRing::slots_for(amber_vring::layout::capacity_for(RING.len as u32)),
-        "the index must hold every entry the ring can"
+        "spi holds every buffer and an index of every entry the ring can hold"
     );
     assert!(
-        SPI.len >= amber_spi_api::DRIVER_RAM_BYTES,
-        "spi holds the index and every buffer"
-    );
-    assert!(
-        FRAM.len >= FRAM_PART.size() as usize,
-        "the fram area holds the part"
+        FRAM_PART.size() as usize == FRAM.len,
+        "the fram area is a power of two an MB85RS part can have"
     );
 };
 /// Cycles the emulated chip spends per byte on the wire: `AMBER_SPI_CYCLES_PER_BYTE`
@@ -183,11 +186,13 @@ fn main() {
     )
     .expect("commit watch");
     // SAFETY: the app grants this task `spi` with read and write, mapped by PMP; its
-    // first INDEX_BYTES are granted to no other task, and nothing else in this task
-    // refers to them. `PendingEntry` is three u32s (any bit pattern valid, 4-aligned
-    // like the base), and the index is emptied by the open below before it is read.
-    let slots =
-        unsafe { core::slice::from_raw_parts_mut(SPI.base as *mut PendingEntry, INDEX_SLOTS) };
+    // bytes from INDEX_OFFSET are granted to no other task, and nothing else in this
+    // task refers to them. `PendingEntry` is three u32s (any bit pattern valid,
+    // 4-aligned like the base), and the index is emptied by the open below before it
+    // is read.
+    let slots = unsafe {
+        core::slice::from_raw_parts_mut((SPI.base + INDEX_OFFSET) as *mut PendingEntry, INDEX_SLOTS)
+    };
     // A fresh start: nothing was ever visible, so the ring starts empty.
     Ring::format(&mut ring_nvm, region).expect("format the ring");
     let (mut ring, _) = IndexedRing::open(&mut ring_nvm, &mut fram, region, RingIndex(0), slots)
