@@ -89,13 +89,13 @@ def check_clock(m, text):
 FAULTER_BUDGET = 40_000_000
 FAULTER_ACCESSES = [
     ("reading kernel memory", 5, "load access fault", 0x3FC8_0000),
-    ("writing another task's memory", 7, "store access fault", 0x3FCC_C000),
+    ("writing another task's memory", 7, "store access fault", 0x3FCC_D000),
     ("reading a device register", 5, "load access fault", 0x6000_0000),  # UART0
     ("executing an illegal instruction", 2, "illegal instruction", None),
-    # Its own code (0x403B_9000 on the instruction bus) seen through the data bus.
-    ("writing its own code through the data bus", 7, "store access fault", 0x3FCB_9000),
-    # Its own RAM (0x3FCC_E000 on the data bus) seen through the instruction bus.
-    ("executing its own RAM through the instruction bus", 1, "instruction access fault", 0x403C_E000),
+    # Its own code (0x403B_A000 on the instruction bus) seen through the data bus.
+    ("writing its own code through the data bus", 7, "store access fault", 0x3FCB_A000),
+    # Its own RAM (0x3FCC_F000 on the data bus) seen through the instruction bus.
+    ("executing its own RAM through the instruction bus", 1, "instruction access fault", 0x403C_F000),
 ]
 FAULTER_DONE = "faulter: done, all 6 forbidden accesses were stopped"
 

@@ -801,7 +801,7 @@ mod tests {
         assert_eq!(
             e,
             "app `t`: task code (up to `b`) does not fit on board esp32c3: \
-             4096 bytes past the 86016 bytes at 0x403b7000"
+             4096 bytes past the 86016 bytes at 0x403b8000"
         );
     }
 

@@ -53,10 +53,10 @@ pub const SRAM_END: u32 = 0x3FCE_0000;
 pub const MAP: MemoryMap = MemoryMap {
     kernel: Range {
         base: 0x3FC8_0000,
-        len: 0x3_7000,
+        len: 0x3_8000,
     },
     task_code: Range {
-        base: 0x3FCB_7000 + CODE_ALIAS,
+        base: 0x3FCB_8000 + CODE_ALIAS,
         len: 0x1_5000,
     },
     // unicorn 2.1.4's QEMU checks an instruction fetch's PMP rights from the pc to the
@@ -65,12 +65,12 @@ pub const MAP: MemoryMap = MemoryMap {
     // granules). 8,704 bytes of the heap app's code region are this padding.
     task_code_align: 0x1000,
     task_ram: Range {
-        base: 0x3FCC_C000,
+        base: 0x3FCC_D000,
         len: 0xc800,
     },
     heap_ram: Range {
-        base: 0x3FCD_8800,
-        len: SRAM_END - 0x3FCD_8800,
+        base: 0x3FCD_9800,
+        len: SRAM_END - 0x3FCD_9800,
     },
     code_alias: CODE_ALIAS,
     // UART0 (TRM, "Peripheral address mapping").
