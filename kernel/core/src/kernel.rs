@@ -23,7 +23,10 @@ use crate::{
 /// offsets from the kernel's address (RV32 loads reach 2 KiB from a register; the
 /// scheduler's scan of the arena runs about one instruction per entry slower when
 /// the compiler puts the checkpoint cycle's 2 KiB of pending values first).
-#[derive(Debug)]
+///
+/// `Clone` and `PartialEq` compare whole states: the host tests hold the fast path to
+/// what the general syscall path makes of a copy of the same state.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct Kernel {
     /// The thread the arch code must run next; `None` = idle (wfi).

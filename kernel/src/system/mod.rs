@@ -31,6 +31,7 @@ use amber_core::{
     ThreadId, MAX_OBJECTS,
 };
 use amber_nvm::{CutNvm, Nvm};
+use core::ptr::NonNull;
 use log::{error, info};
 use task_memory::{PmpCache, TaskMemory};
 
@@ -64,7 +65,7 @@ pub struct System {
     pmp: PmpCache,
 }
 
-static SYSTEM: spin::Mutex<System> = spin::Mutex::new(System {
+static SYSTEM: spin::mutex::SpinMutex<System> = spin::mutex::SpinMutex::new(System {
     kernel: Kernel::new(),
     writer: None,
     ticks: 0,
@@ -394,6 +395,24 @@ impl System {
         Chosen::exit_success()
     }
 
+    /// The fast path of the current task's `ecall` (`Kernel::fast_syscall`): the
+    /// context of the task to resume, its PMP set, or `None` having changed nothing.
+    /// What the general path would do besides the call itself is nothing here: the
+    /// core takes the call only while the checkpoint cycle has nothing to do, the
+    /// caller checked the harvest warning, the thread to run is marked dirty by the
+    /// core, and the PMP already holds the caller's regions (the general path set them
+    /// before the caller ran), so only a switch to another task programs it.
+    fn fast_syscall(&mut self, caller: NonNull<Context>, nr: u32) -> Option<NonNull<Context>> {
+        let (k, mut mem, _) = self.parts();
+        let was = k.current();
+        let next = k.fast_syscall(nr, &mut mem)?;
+        if Some(next) == was {
+            return Some(caller);
+        }
+        self.program_pmp(next);
+        Some(NonNull::from(self.kernel.context_mut(next)))
+    }
+
     /// The context of the task to run next, with the PMP set for it; `None` when no
     /// task is ready.
     fn next(&mut self) -> Option<*mut Context> {
@@ -439,6 +458,24 @@ impl TrapHandler for Traps {
             sys.next()
         };
         run(next)
+    }
+
+    fn fast_syscall(caller: NonNull<Context>, nr: u32) -> Option<NonNull<Context>> {
+        // The harvest warning is due at the first trap from its instant on: while one
+        // is pending, every syscall takes the general path, which raises it.
+        if crate::energy::warn_pending() {
+            return None;
+        }
+        debug_assert!(!SYSTEM.is_locked(), "a task ran with the system locked");
+        // SAFETY: no task runs while the lock is held (`user_trap` and
+        // `kernel_interrupt` drop their guard before they return or resume a task, and
+        // `run` and `with_system` theirs before `resume_user`), so this trap from a
+        // task finds it free, and it stays free while this runs: the kernel runs only
+        // in traps and between idle sleeps, with interrupts off on its one hart, and
+        // this path takes no lock. So this is the only reference to the system while
+        // it lives, as a guard's would be, without the interrupt masking that taking
+        // the lock costs (interrupts are off in a trap already).
+        unsafe { &mut *SYSTEM.as_mut_ptr() }.fast_syscall(caller, nr)
     }
 
     fn kernel_interrupt(cause: u32) {

@@ -118,14 +118,14 @@ impl System {
     /// protection on, clean pages of the task's RAM are mapped read-only so that the
     /// first store to each traps. When the pages do not fit beside the task's other
     /// regions, the RAM is mapped whole (writable only once every page is dirty).
+    #[inline]
     pub(super) fn program_pmp(&mut self, t: ThreadId) {
         let index = self.task_index(t);
         let writable = match (self.writer.as_ref(), index) {
             (Some(w), Some(i)) if w.memtrack == MemTrack::Protect => w.mem_dirty[i],
             _ => ALL_PAGES,
         };
-        let k = &self.kernel;
-        let epoch = k.memory_epoch();
+        let epoch = self.kernel.memory_epoch();
         // The split depends only on the task's regions, which change only with the epoch.
         let same = |key: &PmpKey| (key.0, key.1, key.2) == (t, epoch, writable);
         if self.pmp.current.as_ref().is_some_and(same) {
@@ -139,6 +139,15 @@ impl System {
                 return;
             }
         }
+        self.lay_out_pmp(t, index, writable, epoch);
+    }
+
+    /// Computes, writes and keeps the PMP image of `t` (task `index`) for its regions
+    /// at `epoch`, with the RAM pages `writable`. Out of line: the common switch
+    /// reuses a kept image.
+    #[inline(never)]
+    fn lay_out_pmp(&mut self, t: ThreadId, index: Option<usize>, writable: PageMask, epoch: u32) {
+        let k = &self.kernel;
         let ram = index.map(|i| TASKS[i].ram);
         let pages = index.map(|i| pages(&TASKS[i]));
         let own_ram = |r: &RegionSpec| ram == Some((r.base, r.len));

@@ -47,7 +47,7 @@ use crate::{
 /// One arena entry. Entries are fixed-size by design (no allocator, no `Box`), so the
 /// size difference between variants is the price of a flat, checkpointable arena.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Object {
     /// Unused entry.
     Free,
@@ -126,7 +126,7 @@ impl DirtySet {
 
 /// The object entries and their dirty bits. The entries are private: every change
 /// goes through a method here that marks the entry dirty.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Arena {
     entries: [Object; MAX_OBJECTS],
     dirty: DirtySet,

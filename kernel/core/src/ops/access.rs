@@ -130,6 +130,16 @@ impl Kernel {
         Ok((at, cap))
     }
 
+    /// For the fast paths: the endpoint capability in slot `raw` of group `g`, if it
+    /// holds `need`; [`Kernel::lookup`]'s checks without its errors (a refusal is
+    /// left to the general path, which names it).
+    #[inline]
+    pub(crate) fn endpoint_cap(&self, g: ObjId, raw: u32, need: Rights) -> Option<Cap> {
+        let cap = (*self.group(g)?.slots.get(usize::try_from(raw).ok()?)?)?;
+        let endpoint = matches!(self.obj(cap.obj), Object::Endpoint(_));
+        (endpoint && cap.rights.contains(need)).then_some(cap)
+    }
+
     /// Checks that `raw` names an empty slot of thread `t`'s group.
     pub(crate) fn empty_slot(&self, t: ThreadId, raw: u32) -> Result<CapRef, Error> {
         let at = CapRef {

@@ -8,6 +8,13 @@
 //! queues are derived from thread states, oldest first. This file must never write to a
 //! task's memory before both sides validated.
 //!
+//! The fast paths of Call and ReplyRecv (`fast_call`, `fast_reply_recv`, as seL4's
+//! fastpath) cover a client calling a server that waits and the server's answer: the
+//! partner waits already, no capability moves, and the partner is the thread the
+//! scheduler picks next, so the message goes across and the partner runs at once.
+//! They check everything first and then change state with the same steps as the
+//! general path, in its order, or change nothing.
+//!
 //! Invariants kept here:
 //! - A thread blocked in `Reply { server }` is the `reply_to` of `server`, and a
 //!   `reply_to` always names a thread blocked waiting for that server's reply.
@@ -15,7 +22,7 @@
 
 use super::outcome::{Outcome, Results};
 use crate::{
-    abi::{Error, IpcDesc, ObjKind, Rights, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT},
+    abi::{Error, IpcDesc, ObjKind, Rights, Sysno, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT},
     ids::ThreadId,
     kernel::Kernel,
     obj::{Block, Cap, CapRef, ThreadState},
@@ -178,6 +185,20 @@ impl Kernel {
                 Some((from, cap, dst))
             }
         };
+        self.move_bytes(mem, sp, rp, transfer);
+        Ok(message(sp.words, badge))
+    }
+
+    /// The delivery itself, once nothing can refuse it: the bytes, the capability
+    /// `transfer` names (from, what, to), the receiver's descriptor words.
+    #[inline(always)]
+    fn move_bytes(
+        &mut self,
+        mem: &mut dyn UserMemory,
+        sp: SendPart,
+        rp: RecvPart,
+        transfer: Option<(CapRef, Cap, CapRef)>,
+    ) {
         let n = sp.len.min(rp.len).min(MAX_MSG_BYTES);
         if n > 0 {
             mem.copy(sp.ptr, rp.ptr, n);
@@ -201,7 +222,22 @@ impl Kernel {
             // OUT_OFFSET + 12 == IPC_DESC_SIZE.
             mem.write(rp.desc.wrapping_add(IpcDesc::OUT_OFFSET), &out);
         }
-        Ok(message(sp.words, badge))
+    }
+
+    /// `t`'s Call reached `r` as `res`: `r` runs with it and owes `t` the reply, for
+    /// which `t` waits.
+    #[inline(always)]
+    fn called(&mut self, t: ThreadId, r: ThreadId, res: Results) {
+        self.wake(r, Ok(res));
+        self.thread_mut(r).reply_to = Some(t);
+        self.block(t, Block::Reply { server: r });
+    }
+
+    /// `t`'s reply to its caller `c` is given (`r`: what `c`'s Call returns).
+    #[inline(always)]
+    fn replied(&mut self, t: ThreadId, c: ThreadId, r: Result<Results, Error>) {
+        self.thread_mut(t).reply_to = None;
+        self.wake(c, r);
     }
 
     /// `Send` / `Call` on endpoint slot a0: needs WRITE. Delivers to the oldest waiting
@@ -246,14 +282,13 @@ impl Kernel {
                 Err(e) => Err(Party::Receiver(e)),
             };
             match delivered {
+                Ok(res) if call => {
+                    self.called(t, r, res);
+                    return Outcome::Blocked;
+                }
                 Ok(res) => {
                     self.wake(r, Ok(res));
-                    if !call {
-                        return Outcome::ok();
-                    }
-                    self.thread_mut(r).reply_to = Some(t);
-                    self.block(t, Block::Reply { server: r });
-                    return Outcome::Blocked;
+                    return Outcome::ok();
                 }
                 Err(Party::Sender(e)) => return Outcome::err(e),
                 Err(Party::Receiver(e)) => self.wake(r, Err(e)),
@@ -352,14 +387,12 @@ impl Kernel {
         };
         match delivered {
             Ok(res) => {
-                self.thread_mut(t).reply_to = None;
-                self.wake(c, Ok(res));
+                self.replied(t, c, Ok(res));
                 Outcome::ok()
             }
             Err(Party::Sender(e)) => Outcome::err(e),
             Err(Party::Receiver(e)) => {
-                self.thread_mut(t).reply_to = None;
-                self.wake(c, Err(e));
+                self.replied(t, c, Err(e));
                 Outcome::ok()
             }
         }
@@ -397,6 +430,102 @@ impl Kernel {
             return Outcome::err(e);
         }
         self.recv(mem, t, read)
+    }
+
+    /// The fast paths of `Call` and `ReplyRecv` (syscall `nr`) by `t`, the current
+    /// thread (see [`Kernel::fast_syscall`]); `None`, having changed nothing, for any
+    /// other call and whenever the general path might do anything else:
+    /// - `Call`: a receiver waits on the endpoint; the message goes to the oldest, which
+    ///   then owes `t` the reply and runs, while `t` waits for it ([`Kernel::sys_send`]);
+    /// - `ReplyRecv`: `t` owes a reply and no sender waits on the endpoint; the reply
+    ///   goes to the caller, which runs, and `t` waits on the endpoint
+    ///   ([`Kernel::sys_reply_recv`]);
+    /// - either way nothing is refused (capability, descriptors, buffers, on both
+    ///   sides), no capability is sent, and the partner is the thread the scheduler
+    ///   picks next: no other thread is ready at its priority or a more urgent one
+    ///   (outside a persist phase, which the caller rules out). Returns the partner.
+    ///
+    /// Out of line, so that the null syscall's path stays small.
+    #[inline(never)]
+    pub(crate) fn fast_ipc(
+        &mut self,
+        mem: &mut dyn UserMemory,
+        t: ThreadId,
+        nr: u32,
+    ) -> Option<ThreadId> {
+        let th = self.thread(t);
+        let ctx = &th.ctx;
+        let (slot, desc) = (ctx.arg(0), ctx.arg(5));
+        let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
+        let (group, priority) = (th.group, th.priority);
+        let owed = if nr == Sysno::Call as u32 {
+            None
+        } else if nr == Sysno::ReplyRecv as u32 {
+            Some(th.reply_to?)
+        } else {
+            return None;
+        };
+        let need = if owed.is_none() {
+            Rights::WRITE
+        } else {
+            Rights::READ
+        };
+        let cap = self.endpoint_cap(group, slot, need)?;
+        let ep = cap.obj;
+        let sp = match desc {
+            0 => SendPart::words(words),
+            desc => self.fast_own_part(mem, t, words, desc)?,
+        };
+        let (r, badge, block) = match owed {
+            None => {
+                let r = self.oldest_blocked(|b| b == Block::Recv { ep })?;
+                (r, Some(cap.badge), Block::Reply { server: r })
+            }
+            Some(c) => {
+                let sender = |b| matches!(b, Block::Send { ep: e, .. } if e == ep);
+                if self.oldest_blocked(sender).is_some() {
+                    return None;
+                }
+                (c, None, Block::Recv { ep })
+            }
+        };
+        let partner = self.thread(r);
+        if !self
+            .sched_index
+            .none_ready_up_to(partner.priority, t.index(), priority)
+        {
+            return None;
+        }
+        let rp = match partner.ctx.arg(5) {
+            0 => RecvPart::NONE,
+            _ => self.recv_part(mem, r).ok()?,
+        };
+        // Nothing can refuse the delivery from here (no capability moves).
+        self.move_bytes(mem, sp, rp, None);
+        self.hand_over(t, block, r, message(words, badge), owed.is_none());
+        Some(r)
+    }
+
+    /// For the fast paths: the message `t` sends (`words`, descriptor at `desc`), with
+    /// the descriptor read once and both of its halves checked (the caller of `Call`
+    /// and of `ReplyRecv` receives through it too). `None` when anything would be
+    /// refused or a capability is sent.
+    fn fast_own_part(
+        &self,
+        mem: &mut dyn UserMemory,
+        t: ThreadId,
+        words: [u32; 4],
+        desc: u32,
+    ) -> Option<SendPart> {
+        let d = self
+            .read_desc(mem, t, desc, Rights::READ | Rights::WRITE)
+            .ok()?;
+        if d.send_cap != NO_SLOT {
+            return None;
+        }
+        let sp = self.send_desc(t, words, &d).ok()?;
+        self.recv_desc(t, desc, &d).ok()?;
+        Some(sp)
     }
 
     /// Forgets the reply `t` owes, waking that caller with `PeerGone`.

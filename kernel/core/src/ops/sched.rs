@@ -131,6 +131,47 @@ impl Kernel {
         })
     }
 
+    /// The fast paths' hand-over (`ops/ipc.rs`): `t`, the current thread, has made
+    /// its syscall and blocks on `b`; `r`, blocked, is woken with `words` (and
+    /// `badge`) as the results of its call and runs. When `r_owes_t`, `r` owes `t` the
+    /// reply (a Call), else `t` owes nothing any more (it replied). The same as
+    /// [`Kernel::wake`] of `r`, [`Kernel::block`] of `t` and [`Kernel::schedule`], in
+    /// that order, where `r` is what `schedule` picks (no other thread is ready at
+    /// its priority or a more urgent one, outside a persist phase), in fewer steps:
+    /// each thread is looked up once and the scheduler's index moves both at once.
+    #[inline(always)]
+    pub(crate) fn hand_over(
+        &mut self,
+        t: ThreadId,
+        b: Block,
+        r: ThreadId,
+        res: Results,
+        r_owes_t: bool,
+    ) {
+        let s1 = self.seq.saturating_add(1);
+        let s2 = s1.saturating_add(1);
+        self.seq = s2;
+        let th = self.thread_mut(r);
+        write_results(&mut th.ctx.regs, Ok(res));
+        th.state = ThreadState::Ready;
+        th.seq = s1;
+        if r_owes_t {
+            th.reply_to = Some(t);
+        }
+        let pr = th.priority;
+        let th = self.thread_mut(t);
+        th.ctx.pc = th.ctx.pc.wrapping_add(4);
+        th.state = ThreadState::Blocked(b);
+        th.seq = s2;
+        if !r_owes_t {
+            th.reply_to = None;
+        }
+        let pt = th.priority;
+        self.sched_index.hand_over(r.index(), pr, t.index(), pt);
+        self.sched_changes = self.sched_changes.wrapping_add(2);
+        self.current = Some(r);
+    }
+
     /// Round robin: the running thread goes to the back of its priority, then the most
     /// urgent ready thread runs.
     pub(crate) fn rotate(&mut self) {
