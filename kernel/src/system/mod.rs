@@ -33,7 +33,7 @@ use amber_core::{
 use amber_nvm::{CutNvm, Nvm};
 use core::ptr::NonNull;
 use log::{error, info};
-use task_memory::{PmpCache, TaskMemory};
+use task_memory::{FastMemory, PmpCache, TaskMemory};
 
 // The PMP layout fills this many entries; the board must have them.
 const _: () = assert!(Chosen::MAP.pmp_entries >= crate::pmp_layout::PMP_ENTRIES);
@@ -402,15 +402,23 @@ impl System {
     /// caller checked the harvest warning, the thread to run is marked dirty by the
     /// core, and the PMP already holds the caller's regions (the general path set them
     /// before the caller ran), so only a switch to another task programs it.
+    #[inline(always)]
     fn fast_syscall(&mut self, caller: NonNull<Context>, nr: u32) -> Option<NonNull<Context>> {
-        let (k, mut mem, _) = self.parts();
+        let k = &mut self.kernel;
         let was = k.current();
-        let next = k.fast_syscall(nr, &mut mem)?;
+        let next = k.fast_syscall(nr, &mut FastMemory(&mut self.writer))?;
         if Some(next) == was {
             return Some(caller);
         }
-        self.program_pmp(next);
-        Some(NonNull::from(self.kernel.context_mut(next)))
+        Some(self.switch_to(next))
+    }
+
+    /// The context of `t`, which the fast path switched to, with the PMP set for it.
+    /// Out of line, so that the null syscall's path stays small.
+    #[inline(never)]
+    fn switch_to(&mut self, t: ThreadId) -> NonNull<Context> {
+        self.program_pmp(t);
+        NonNull::from(self.kernel.context_mut(t))
     }
 
     /// The context of the task to run next, with the PMP set for it; `None` when no

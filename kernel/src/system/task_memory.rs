@@ -4,12 +4,13 @@
 //! RAM pages read-only. It must never widen a task's access beyond what its regions
 //! and capabilities grant.
 
-use super::System;
+use super::{System, SystemNvm};
 use crate::app::{TaskImage, TASKS};
 use crate::arch::pmp;
 use crate::bootargs::MemTrack;
 use crate::pages::{PageMask, Pages, ALL_PAGES, PAGES};
 use crate::pmp_layout::{PmpImage, TorRegion, MAX_REGIONS};
+use crate::writer::CheckpointWriter;
 use amber_abi::Rights;
 use amber_core::{RegionSpec, ThreadId, UserMemory, MAX_TASKS};
 use log::error;
@@ -61,6 +62,33 @@ impl UserMemory for TaskMemory<'_> {
         // receiver may write `[to, to + len)`, both RAM outside the kernel image; the
         // two may overlap (a shared memory object), which `copy` allows.
         unsafe { core::ptr::copy(from as *const u8, to as *mut u8, len as usize) }
+    }
+}
+
+/// Task memory for the syscall fast path, which needs no machine: [`TaskMemory`], with
+/// the dirty masks found only when the kernel writes (a message of register words
+/// alone writes nothing, and the null syscall reads nothing).
+pub(super) struct FastMemory<'a>(pub(super) &'a mut Option<CheckpointWriter<SystemNvm>>);
+
+impl FastMemory<'_> {
+    fn task(&mut self) -> TaskMemory<'_> {
+        TaskMemory {
+            dirty: self.0.as_mut().map(|w| &mut w.mem_dirty),
+        }
+    }
+}
+
+impl UserMemory for FastMemory<'_> {
+    fn read(&mut self, addr: u32, buf: &mut [u8]) {
+        TaskMemory { dirty: None }.read(addr, buf)
+    }
+
+    fn write(&mut self, addr: u32, data: &[u8]) {
+        self.task().write(addr, data)
+    }
+
+    fn copy(&mut self, from: u32, to: u32, len: u32) {
+        self.task().copy(from, to, len)
     }
 }
 
@@ -118,7 +146,7 @@ impl System {
     /// protection on, clean pages of the task's RAM are mapped read-only so that the
     /// first store to each traps. When the pages do not fit beside the task's other
     /// regions, the RAM is mapped whole (writable only once every page is dirty).
-    #[inline]
+    #[inline(always)]
     pub(super) fn program_pmp(&mut self, t: ThreadId) {
         let index = self.task_index(t);
         let writable = match (self.writer.as_ref(), index) {
