@@ -204,7 +204,7 @@ impl Kernel {
     pub(crate) fn thread(&self, t: ThreadId) -> &Thread {
         match self.obj(t.0) {
             Object::Thread(th) => th,
-            _ => panic!("kernel invariant broken: {t:?} is not a thread"),
+            _ => not_a_thread(t),
         }
     }
 
@@ -213,7 +213,7 @@ impl Kernel {
     pub(crate) fn thread_mut(&mut self, t: ThreadId) -> &mut Thread {
         match self.obj_mut(t.0) {
             Object::Thread(th) => th,
-            _ => panic!("kernel invariant broken: {t:?} is not a thread"),
+            _ => not_a_thread(t),
         }
     }
 
@@ -225,6 +225,14 @@ impl Kernel {
             None => panic!("kernel invariant broken: {t:?} has no CapGroup"),
         }
     }
+}
+
+/// A `ThreadId` that names no thread: a broken kernel invariant. Out of line, so that
+/// every thread lookup carries a call here, not the formatting.
+#[cold]
+#[inline(never)]
+fn not_a_thread(t: ThreadId) -> ! {
+    panic!("kernel invariant broken: {t:?} is not a thread")
 }
 
 /// Collecting an iterator into a fixed array (no allocation).

@@ -63,6 +63,36 @@ impl UserMemory for TaskMemory<'_> {
         // two may overlap (a shared memory object), which `copy` allows.
         unsafe { core::ptr::copy(from as *const u8, to as *mut u8, len as usize) }
     }
+
+    fn read_words(&mut self, addr: u32, words: &mut [u32]) {
+        let at = addr as *const u32;
+        for (i, w) in words.iter_mut().enumerate() {
+            // SAFETY: as in `read`, for `4 * words.len()` bytes; unaligned words are
+            // read as such (RISC-V is little-endian, as the words are).
+            *w = unsafe {
+                if addr.is_multiple_of(4) {
+                    at.add(i).read()
+                } else {
+                    at.add(i).read_unaligned()
+                }
+            };
+        }
+    }
+
+    fn write_words(&mut self, addr: u32, words: &[u32]) {
+        self.mark(addr, 4 * words.len() as u32);
+        let at = addr as *mut u32;
+        for (i, w) in words.iter().enumerate() {
+            // SAFETY: as in `write`, for `4 * words.len()` bytes.
+            unsafe {
+                if addr.is_multiple_of(4) {
+                    at.add(i).write(*w)
+                } else {
+                    at.add(i).write_unaligned(*w)
+                }
+            }
+        }
+    }
 }
 
 /// Task memory for the syscall fast path, which needs no machine: [`TaskMemory`], with
@@ -89,6 +119,14 @@ impl UserMemory for FastMemory<'_> {
 
     fn copy(&mut self, from: u32, to: u32, len: u32) {
         self.task().copy(from, to, len)
+    }
+
+    fn read_words(&mut self, addr: u32, words: &mut [u32]) {
+        TaskMemory { dirty: None }.read_words(addr, words)
+    }
+
+    fn write_words(&mut self, addr: u32, words: &[u32]) {
+        self.task().write_words(addr, words)
     }
 }
 

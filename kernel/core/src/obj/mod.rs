@@ -99,7 +99,7 @@ impl DirtySet {
 
     #[inline]
     fn mark(&mut self, id: ObjId) {
-        let i = id.index();
+        let i = id.slot();
         self.0[i / 32] |= 1 << (i % 32);
     }
 
@@ -144,14 +144,14 @@ impl Arena {
     /// The entry for `id` (ids are always in range by construction). Never marks.
     #[inline]
     pub(crate) fn get(&self, id: ObjId) -> &Object {
-        &self.entries[id.index()]
+        &self.entries[id.slot()]
     }
 
     /// The entry for `id`, mutably: THE guard. Marks `id` dirty.
     #[inline]
     pub(crate) fn get_mut(&mut self, id: ObjId) -> &mut Object {
         self.dirty.mark(id);
-        &mut self.entries[id.index()]
+        &mut self.entries[id.slot()]
     }
 
     /// Replaces entry `id` (allocation, freeing, restore). Marks `id` dirty.

@@ -20,12 +20,15 @@
 //!   `reply_to` always names a thread blocked waiting for that server's reply.
 //! - A transferred capability is recorded as derived from the sender's.
 
+use super::access::own_regions_allow;
 use super::outcome::{Outcome, Results};
 use crate::{
-    abi::{Error, IpcDesc, ObjKind, Rights, Sysno, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT},
-    ids::ThreadId,
+    abi::{
+        Error, IpcDesc, ObjKind, Rights, Sysno, DESC_WORDS, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT,
+    },
+    ids::{ObjId, ThreadId},
     kernel::Kernel,
-    obj::{Block, Cap, CapRef, ThreadState},
+    obj::{Block, Cap, CapGroup, CapRef, ThreadState},
     platform::UserMemory,
 };
 
@@ -77,6 +80,22 @@ impl RecvPart {
     };
 }
 
+/// The descriptor at `ptr` (checked), read as words.
+#[inline]
+fn read_desc_words(mem: &mut dyn UserMemory, ptr: u32) -> IpcDesc {
+    let mut w = [0; DESC_WORDS];
+    mem.read_words(ptr, &mut w);
+    IpcDesc::from_words(w)
+}
+
+/// For the fast paths: the descriptor at `desc` of a thread of group `g`, if `g`'s own
+/// regions let it read and write it (the general path looks further).
+#[inline(always)]
+fn fast_desc(mem: &mut dyn UserMemory, g: &CapGroup, desc: u32) -> Option<IpcDesc> {
+    own_regions_allow(g, desc, IPC_DESC_SIZE, Rights::READ | Rights::WRITE)
+        .then(|| read_desc_words(mem, desc))
+}
+
 /// The receiver's results for `words`: a1..a4, and the badge in a5 when given.
 fn message([w0, w1, w2, w3]: [u32; 4], badge: Option<u32>) -> Results {
     match badge {
@@ -95,9 +114,7 @@ impl Kernel {
         need: Rights,
     ) -> Result<IpcDesc, Error> {
         self.check_user(t, ptr, IPC_DESC_SIZE, need)?;
-        let mut b = [0u8; IPC_DESC_SIZE as usize];
-        mem.read(ptr, &mut b);
-        Ok(IpcDesc::from_bytes(&b))
+        Ok(read_desc_words(mem, ptr))
     }
 
     /// Validates the message thread `t` sends (words a1..a4, descriptor a5). Inlined,
@@ -214,13 +231,12 @@ impl Kernel {
         }
         if rp.desc != 0 {
             let got_cap = u32::from(transfer.is_some());
-            let mut out = [0u8; 12];
-            for (chunk, w) in out.chunks_exact_mut(4).zip([n, sp.len, got_cap]) {
-                chunk.copy_from_slice(&w.to_le_bytes());
-            }
             // In range: recv_part checked all IPC_DESC_SIZE bytes at `desc`, and
             // OUT_OFFSET + 12 == IPC_DESC_SIZE.
-            mem.write(rp.desc.wrapping_add(IpcDesc::OUT_OFFSET), &out);
+            mem.write_words(
+                rp.desc.wrapping_add(IpcDesc::OUT_OFFSET),
+                &[n, sp.len, got_cap],
+            );
         }
     }
 
@@ -474,7 +490,7 @@ impl Kernel {
         let ep = cap.obj;
         let sp = match desc {
             0 => SendPart::words(words),
-            desc => self.fast_own_part(mem, t, words, desc)?,
+            desc => self.fast_own_part(mem, group, words, desc)?,
         };
         let (r, badge, block) = match owed {
             None => {
@@ -498,7 +514,7 @@ impl Kernel {
         }
         let rp = match partner.ctx.arg(5) {
             0 => RecvPart::NONE,
-            _ => self.recv_part(mem, r).ok()?,
+            desc => self.fast_recv_part(mem, partner.group, desc)?,
         };
         // Nothing can refuse the delivery from here (no capability moves).
         self.move_bytes(mem, sp, rp, None);
@@ -506,26 +522,48 @@ impl Kernel {
         Some(r)
     }
 
-    /// For the fast paths: the message `t` sends (`words`, descriptor at `desc`), with
-    /// the descriptor read once and both of its halves checked (the caller of `Call`
-    /// and of `ReplyRecv` receives through it too). `None` when anything would be
-    /// refused or a capability is sent.
+    /// For the fast paths: the message a thread of group `g` sends (`words`,
+    /// descriptor at `desc`), with the descriptor read once and both of its halves
+    /// checked (the caller of `Call` and of `ReplyRecv` receives through it too),
+    /// against the group's own regions only. `None` when the general path might
+    /// decide otherwise: anything refused, a buffer elsewhere, a capability sent or a
+    /// slot to receive one.
     fn fast_own_part(
         &self,
         mem: &mut dyn UserMemory,
-        t: ThreadId,
+        g: ObjId,
         words: [u32; 4],
         desc: u32,
     ) -> Option<SendPart> {
-        let d = self
-            .read_desc(mem, t, desc, Rights::READ | Rights::WRITE)
-            .ok()?;
-        if d.send_cap != NO_SLOT {
-            return None;
-        }
-        let sp = self.send_desc(t, words, &d).ok()?;
-        self.recv_desc(t, desc, &d).ok()?;
-        Some(sp)
+        let g = self.group(g)?;
+        let d = fast_desc(mem, g, desc)?;
+        let ok = d.send_cap == NO_SLOT
+            && d.recv_slot == NO_SLOT
+            && d.send_len <= MAX_MSG_BYTES
+            && own_regions_allow(g, d.send_ptr, d.send_len, Rights::READ)
+            && own_regions_allow(g, d.recv_ptr, d.recv_len, Rights::WRITE);
+        ok.then_some(SendPart {
+            words,
+            ptr: d.send_ptr,
+            len: d.send_len,
+            cap: None,
+        })
+    }
+
+    /// For the fast paths: where a waiting thread of group `g` receives, through its
+    /// descriptor at `desc` ([`Kernel::recv_part`], against the group's own regions
+    /// only, and without a slot to receive a capability into).
+    fn fast_recv_part(&self, mem: &mut dyn UserMemory, g: ObjId, desc: u32) -> Option<RecvPart> {
+        let g = self.group(g)?;
+        let d = fast_desc(mem, g, desc)?;
+        let ok =
+            d.recv_slot == NO_SLOT && own_regions_allow(g, d.recv_ptr, d.recv_len, Rights::WRITE);
+        ok.then_some(RecvPart {
+            desc,
+            ptr: d.recv_ptr,
+            len: d.recv_len,
+            slot: None,
+        })
     }
 
     /// Forgets the reply `t` owes, waking that caller with `PeerGone`.
