@@ -86,9 +86,10 @@ impl ThreadIndex {
     #[inline]
     pub(crate) fn hand_over(&mut self, r: usize, pr: Priority, t: usize, pt: Priority) {
         let (br, bt): (IndexSet, IndexSet) = (1 << r, 1 << t);
-        self.blocked = (self.blocked & !br) | bt;
+        // r is in the blocked set and t in its level's ready set, so each bit flips.
+        self.blocked ^= br | bt;
         let (lr, lt) = (usize::from(pr.level()), usize::from(pt.level()));
-        self.ready[lt] &= !bt;
+        self.ready[lt] ^= bt;
         if self.ready[lt] == 0 {
             self.levels &= !(1 << lt);
         }

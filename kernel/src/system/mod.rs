@@ -25,7 +25,7 @@ use crate::exit::ExitCode;
 use crate::kmain::fatal;
 use crate::writer::{CheckpointWriter, Written};
 use amber_ckpt::Manager;
-use amber_core::abi::Error;
+use amber_core::abi::{Error, Sysno};
 use amber_core::{
     Attempt, Cause, CheckpointEvent, Context, Fault, Halt, HaltOutcome, Kernel, Platform, Step,
     ThreadId, MAX_OBJECTS,
@@ -404,21 +404,22 @@ impl System {
     /// before the caller ran), so only a switch to another task programs it.
     #[inline(always)]
     fn fast_syscall(&mut self, caller: NonNull<Context>, nr: u32) -> Option<NonNull<Context>> {
-        let k = &mut self.kernel;
-        let was = k.current();
-        let next = k.fast_syscall(nr, &mut FastMemory(&mut self.writer))?;
-        if Some(next) == was {
-            return Some(caller);
+        if nr == Sysno::Null as u32 {
+            return self.kernel.fast_null().map(|_| caller);
         }
-        Some(self.switch_to(next))
+        self.fast_ipc(nr)
     }
 
-    /// The context of `t`, which the fast path switched to, with the PMP set for it.
-    /// Out of line, so that the null syscall's path stays small.
+    /// The fast path of Call and ReplyRecv (`Kernel::fast_ipc`): the context of the
+    /// task switched to, with the PMP set for it. Out of line, so that the null
+    /// syscall's path does not carry its frame.
     #[inline(never)]
-    fn switch_to(&mut self, t: ThreadId) -> NonNull<Context> {
-        self.program_pmp(t);
-        NonNull::from(self.kernel.context_mut(t))
+    fn fast_ipc(&mut self, nr: u32) -> Option<NonNull<Context>> {
+        let next = self
+            .kernel
+            .fast_ipc(&mut FastMemory(&mut self.writer), nr)?;
+        self.program_pmp(next);
+        Some(NonNull::from(self.kernel.context_mut(next)))
     }
 
     /// The context of the task to run next, with the PMP set for it; `None` when no

@@ -448,9 +448,9 @@ impl Kernel {
         self.recv(mem, t, read)
     }
 
-    /// The fast paths of `Call` and `ReplyRecv` (syscall `nr`) by `t`, the current
-    /// thread (see [`Kernel::fast_syscall`]); `None`, having changed nothing, for any
-    /// other call and whenever the general path might do anything else:
+    /// [`Kernel::fast_syscall`] for `Call` and `ReplyRecv` (syscall `nr`) by the
+    /// current thread; `None`, having changed nothing, for any other call and whenever
+    /// the general path might do anything else:
     /// - `Call`: a receiver waits on the endpoint; the message goes to the oldest, which
     ///   then owes `t` the reply and runs, while `t` waits for it ([`Kernel::sys_send`]);
     /// - `ReplyRecv`: `t` owes a reply and no sender waits on the endpoint; the reply
@@ -458,17 +458,21 @@ impl Kernel {
     ///   ([`Kernel::sys_reply_recv`]);
     /// - either way nothing is refused (capability, descriptors, buffers, on both
     ///   sides), no capability is sent, and the partner is the thread the scheduler
-    ///   picks next: no other thread is ready at its priority or a more urgent one
-    ///   (outside a persist phase, which the caller rules out). Returns the partner.
-    ///
-    /// Out of line, so that the null syscall's path stays small.
+    ///   picks next: no other thread is ready at its priority or a more urgent one,
+    ///   and no persist phase runs (nor is a checkpoint asked for). Returns the
+    ///   partner.
+    #[inline]
+    pub fn fast_ipc(&mut self, mem: &mut dyn UserMemory, nr: u32) -> Option<ThreadId> {
+        if self.cycle.busy() {
+            return None;
+        }
+        self.fast_ipc_of(mem, self.current?, nr)
+    }
+
+    /// [`Kernel::fast_ipc`] by `t`, the current thread. Out of line: compiled here,
+    /// where the syscall paths are built for speed, not where the glue calls it.
     #[inline(never)]
-    pub(crate) fn fast_ipc(
-        &mut self,
-        mem: &mut dyn UserMemory,
-        t: ThreadId,
-        nr: u32,
-    ) -> Option<ThreadId> {
+    fn fast_ipc_of(&mut self, mem: &mut dyn UserMemory, t: ThreadId, nr: u32) -> Option<ThreadId> {
         let th = self.thread(t);
         let ctx = &th.ctx;
         let (slot, desc) = (ctx.arg(0), ctx.arg(5));
@@ -498,8 +502,7 @@ impl Kernel {
                 (r, Some(cap.badge), Block::Reply { server: r })
             }
             Some(c) => {
-                let sender = |b| matches!(b, Block::Send { ep: e, .. } if e == ep);
-                if self.oldest_blocked(sender).is_some() {
+                if self.any_blocked(|b| matches!(b, Block::Send { ep: e, .. } if e == ep)) {
                     return None;
                 }
                 (c, None, Block::Recv { ep })

@@ -100,6 +100,12 @@ impl Kernel {
             .min_by_key(|&t| self.thread(t).seq)
     }
 
+    /// Whether some blocked thread's block matches `f` (a wait queue is not empty).
+    pub(crate) fn any_blocked(&self, f: impl Fn(Block) -> bool) -> bool {
+        threads_in(self.sched_index.blocked())
+            .any(|t| matches!(self.thread(t).state, ThreadState::Blocked(b) if f(b)))
+    }
+
     /// Chooses `current`: the most urgent ready thread, and among equals the one ready
     /// the longest (a preempted thread keeps its place, so it resumes first). During a
     /// persist phase, only threads that serve it are chosen.
@@ -148,8 +154,11 @@ impl Kernel {
         res: Results,
         r_owes_t: bool,
     ) {
-        let s1 = self.seq.saturating_add(1);
-        let s2 = s1.saturating_add(1);
+        // `next_seq` twice (it saturates).
+        let (s1, s2) = match self.seq.checked_add(2) {
+            Some(s2) => (s2 - 1, s2),
+            None => (self.seq.saturating_add(1), u64::MAX),
+        };
         self.seq = s2;
         let th = self.thread_mut(r);
         write_results(&mut th.ctx.regs, Ok(res));

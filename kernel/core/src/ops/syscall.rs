@@ -68,15 +68,26 @@ impl Kernel {
     /// take the general path. The thread returned is marked dirty (it is about to run),
     /// as [`Kernel::context_mut`] would.
     ///
+    /// It is [`Kernel::fast_null`] for Null and [`Kernel::fast_ipc`] for the others,
+    /// which the glue may call apart (so that the null syscall's path does not carry
+    /// the IPC path's frame).
+    ///
     /// [`CheckpointEvent::Syscall`]: crate::CheckpointEvent::Syscall
     pub fn fast_syscall(&mut self, nr: u32, mem: &mut dyn UserMemory) -> Option<ThreadId> {
+        if nr == Sysno::Null as u32 {
+            self.fast_null()
+        } else {
+            self.fast_ipc(mem, nr)
+        }
+    }
+
+    /// [`Kernel::fast_syscall`] for Null: success, and the caller runs on.
+    #[inline]
+    pub fn fast_null(&mut self) -> Option<ThreadId> {
         if self.cycle.busy() {
             return None;
         }
         let t = self.current?;
-        if nr != Sysno::Null as u32 {
-            return self.fast_ipc(mem, t, nr);
-        }
         let ctx = &mut self.thread_mut(t).ctx;
         ctx.regs[reg::A0] = 0;
         ctx.pc = ctx.pc.wrapping_add(4);
