@@ -95,9 +95,15 @@ impl Kernel {
 
     /// The oldest thread whose block matches `f`: the head of a derived wait queue.
     pub(crate) fn oldest_blocked(&self, f: impl Fn(Block) -> bool) -> Option<ThreadId> {
-        threads_in(self.sched_index.blocked())
-            .filter(|&t| matches!(self.thread(t).state, ThreadState::Blocked(b) if f(b)))
-            .min_by_key(|&t| self.thread(t).seq)
+        let mut oldest: Option<(ThreadId, u64)> = None;
+        for t in threads_in(self.sched_index.blocked()) {
+            let th = self.thread(t);
+            let waits = matches!(th.state, ThreadState::Blocked(b) if f(b));
+            if waits && oldest.is_none_or(|(_, seq)| th.seq < seq) {
+                oldest = Some((t, th.seq));
+            }
+        }
+        oldest.map(|(t, _)| t)
     }
 
     /// Whether some blocked thread's block matches `f` (a wait queue is not empty).
