@@ -217,6 +217,16 @@ impl Kernel {
         }
     }
 
+    /// The distinct threads `a` and `b`, mutably (same invariant as
+    /// [`Kernel::thread`]; `a` being `b` is a broken invariant too).
+    #[inline]
+    pub(crate) fn threads_mut(&mut self, a: ThreadId, b: ThreadId) -> [&mut Thread; 2] {
+        match self.objects.get_two_mut(a.0, b.0) {
+            Some([Object::Thread(x), Object::Thread(y)]) => [x, y],
+            _ => not_a_thread(a),
+        }
+    }
+
     /// The CapGroup thread `t` belongs to.
     pub(crate) fn group_of(&self, t: ThreadId) -> &CapGroup {
         let g = self.thread(t).group;

@@ -154,6 +154,16 @@ impl Arena {
         &mut self.entries[id.slot()]
     }
 
+    /// The distinct entries `a` and `b`, mutably: the guard for two at once. Marks both
+    /// dirty. `None` when `a` is `b`.
+    #[inline]
+    pub(crate) fn get_two_mut(&mut self, a: ObjId, b: ObjId) -> Option<[&mut Object; 2]> {
+        let both = self.entries.get_disjoint_mut([a.slot(), b.slot()]).ok()?;
+        self.dirty.mark(a);
+        self.dirty.mark(b);
+        Some(both)
+    }
+
     /// Replaces entry `id` (allocation, freeing, restore). Marks `id` dirty.
     pub(crate) fn set(&mut self, id: ObjId, obj: Object) {
         *self.get_mut(id) = obj;

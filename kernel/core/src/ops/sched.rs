@@ -160,28 +160,30 @@ impl Kernel {
         res: Results,
         r_owes_t: bool,
     ) {
-        // `next_seq` twice (it saturates).
-        let (s1, s2) = match self.seq.checked_add(2) {
-            Some(s2) => (s2 - 1, s2),
-            None => (self.seq.saturating_add(1), u64::MAX),
+        // `next_seq` twice (it saturates); while the low word does not carry, in it
+        // alone (RV32 adds a u64 in two words).
+        let (s1, s2) = if (self.seq as u32) < u32::MAX - 1 {
+            let high = self.seq & !u64::from(u32::MAX);
+            let low = self.seq as u32;
+            (high | u64::from(low + 1), high | u64::from(low + 2))
+        } else {
+            let s1 = self.seq.saturating_add(1);
+            (s1, s1.saturating_add(1))
         };
         self.seq = s2;
-        let th = self.thread_mut(r);
-        write_results(&mut th.ctx.regs, Ok(res));
-        th.state = ThreadState::Ready;
-        th.seq = s1;
+        let [rt, tt] = self.threads_mut(r, t);
+        write_results(&mut rt.ctx.regs, Ok(res));
+        rt.state = ThreadState::Ready;
+        rt.seq = s1;
+        tt.ctx.pc = tt.ctx.pc.wrapping_add(4);
+        tt.state = ThreadState::Blocked(b);
+        tt.seq = s2;
         if r_owes_t {
-            th.reply_to = Some(t);
+            rt.reply_to = Some(t);
+        } else {
+            tt.reply_to = None;
         }
-        let pr = th.priority;
-        let th = self.thread_mut(t);
-        th.ctx.pc = th.ctx.pc.wrapping_add(4);
-        th.state = ThreadState::Blocked(b);
-        th.seq = s2;
-        if !r_owes_t {
-            th.reply_to = None;
-        }
-        let pt = th.priority;
+        let (pr, pt) = (rt.priority, tt.priority);
         self.sched_index.hand_over(r.index(), pr, t.index(), pt);
         self.sched_changes = self.sched_changes.wrapping_add(2);
         self.current = Some(r);
