@@ -188,11 +188,9 @@ impl System {
 
     #[inline]
     fn task_index(&self, t: ThreadId) -> Option<usize> {
-        self.task_of_thread
-            .get(t.index())
-            .copied()
-            .flatten()
-            .map(usize::from)
+        // `% MAX_OBJECTS`: the same index (a thread's is below it), which the
+        // compiler then sees is in range.
+        self.task_of_thread[t.index() % MAX_OBJECTS].map(usize::from)
     }
 
     /// An interrupt: the board decodes it into events.
@@ -418,7 +416,8 @@ impl System {
         let next = self
             .kernel
             .fast_ipc(&mut FastMemory(&mut self.writer), nr)?;
-        self.program_pmp(next);
+        // The PMP holds the caller's regions, not `next`'s (one thread per task).
+        self.switch_pmp(next);
         Some(NonNull::from(self.kernel.context_mut(next)))
     }
 

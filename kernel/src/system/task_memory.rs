@@ -186,6 +186,20 @@ impl System {
     /// regions, the RAM is mapped whole (writable only once every page is dirty).
     #[inline(always)]
     pub(super) fn program_pmp(&mut self, t: ThreadId) {
+        self.set_pmp(t, true)
+    }
+
+    /// [`System::program_pmp`] for a switch to `t` from another task, whose regions
+    /// the PMP holds.
+    #[inline(always)]
+    pub(super) fn switch_pmp(&mut self, t: ThreadId) {
+        self.set_pmp(t, false)
+    }
+
+    /// [`System::program_pmp`], looking first whether the PMP holds `t`'s regions
+    /// already when `maybe_current`.
+    #[inline(always)]
+    fn set_pmp(&mut self, t: ThreadId, maybe_current: bool) {
         let index = self.task_index(t);
         let writable = match (self.writer.as_ref(), index) {
             (Some(w), Some(i)) if w.memtrack == MemTrack::Protect => w.mem_dirty[i],
@@ -194,7 +208,7 @@ impl System {
         let epoch = self.kernel.memory_epoch();
         // The split depends only on the task's regions, which change only with the epoch.
         let same = |key: &PmpKey| (key.0, key.1, key.2) == (t, epoch, writable);
-        if self.pmp.current.as_ref().is_some_and(same) {
+        if maybe_current && self.pmp.current.as_ref().is_some_and(same) {
             return;
         }
         // A task switch back to a task whose layout has not changed: reuse its image.
