@@ -13,15 +13,13 @@ pub trait UserMemory {
     fn read(&mut self, addr: u32, buf: &mut [u8]);
     /// Writes `data` at `addr`. Only called for validated ranges.
     fn write(&mut self, addr: u32, data: &[u8]);
-    /// Reads `words.len()` little-endian words at `addr` (any alignment). Only called
-    /// for validated ranges. A memory that can load whole words overrides this read
-    /// of bytes.
-    fn read_words(&mut self, addr: u32, words: &mut [u32]) {
+    /// Reads the little-endian word at `addr`, which is word aligned. Only called for
+    /// validated ranges. A memory that can load whole words overrides this read of
+    /// bytes.
+    fn read_word(&mut self, addr: u32) -> u32 {
         let mut b = [0u8; 4];
-        for (i, w) in words.iter_mut().enumerate() {
-            self.read(addr.wrapping_add(4 * i as u32), &mut b);
-            *w = u32::from_le_bytes(b);
-        }
+        self.read(addr, &mut b);
+        u32::from_le_bytes(b)
     }
     /// Writes `words` as little-endian words at `addr` (any alignment). Only called
     /// for validated ranges. A memory that can store whole words overrides this.

@@ -43,6 +43,16 @@ impl TaskMemory<'_> {
     }
 }
 
+impl TaskMemory<'_> {
+    /// [`UserMemory::write_words`] at an unaligned address, a byte at a time.
+    #[inline(never)]
+    fn write_words_bytewise(&mut self, addr: u32, words: &[u32]) {
+        for (i, w) in words.iter().enumerate() {
+            self.write(addr.wrapping_add(4 * i as u32), &w.to_le_bytes());
+        }
+    }
+}
+
 impl UserMemory for TaskMemory<'_> {
     fn read(&mut self, addr: u32, buf: &mut [u8]) {
         // SAFETY: the core checked `[addr, addr + len)` lies in a region the task may
@@ -64,33 +74,25 @@ impl UserMemory for TaskMemory<'_> {
         unsafe { core::ptr::copy(from as *const u8, to as *mut u8, len as usize) }
     }
 
-    fn read_words(&mut self, addr: u32, words: &mut [u32]) {
-        let at = addr as *const u32;
-        for (i, w) in words.iter_mut().enumerate() {
-            // SAFETY: as in `read`, for `4 * words.len()` bytes; unaligned words are
-            // read as such (RISC-V is little-endian, as the words are).
-            *w = unsafe {
-                if addr.is_multiple_of(4) {
-                    at.add(i).read()
-                } else {
-                    at.add(i).read_unaligned()
-                }
-            };
-        }
+    // Aligned words are loaded and stored whole. Unaligned ones go through the trait's
+    // bytes, out of line: inlined, the compiler would serve both cases with the
+    // byte-wise accesses, which are right for both.
+    fn read_word(&mut self, addr: u32) -> u32 {
+        // SAFETY: as in `read`, for 4 bytes at an aligned address (RISC-V is
+        // little-endian, as the word is).
+        unsafe { (addr as *const u32).read() }
     }
 
     fn write_words(&mut self, addr: u32, words: &[u32]) {
+        if !addr.is_multiple_of(4) {
+            return self.write_words_bytewise(addr, words);
+        }
         self.mark(addr, 4 * words.len() as u32);
         let at = addr as *mut u32;
         for (i, w) in words.iter().enumerate() {
-            // SAFETY: as in `write`, for `4 * words.len()` bytes.
-            unsafe {
-                if addr.is_multiple_of(4) {
-                    at.add(i).write(*w)
-                } else {
-                    at.add(i).write_unaligned(*w)
-                }
-            }
+            // SAFETY: as in `write`, for `4 * words.len()` bytes at an aligned address;
+            // volatile, so that the few words are not made a `memcpy` call.
+            unsafe { at.add(i).write_volatile(*w) };
         }
     }
 }
@@ -121,8 +123,8 @@ impl UserMemory for FastMemory<'_> {
         self.task().copy(from, to, len)
     }
 
-    fn read_words(&mut self, addr: u32, words: &mut [u32]) {
-        TaskMemory { dirty: None }.read_words(addr, words)
+    fn read_word(&mut self, addr: u32) -> u32 {
+        TaskMemory { dirty: None }.read_word(addr)
     }
 
     fn write_words(&mut self, addr: u32, words: &[u32]) {

@@ -23,9 +23,7 @@
 use super::access::own_regions_allow;
 use super::outcome::{Outcome, Results};
 use crate::{
-    abi::{
-        Error, IpcDesc, ObjKind, Rights, Sysno, DESC_WORDS, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT,
-    },
+    abi::{Error, IpcDesc, ObjKind, Rights, Sysno, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT},
     ids::{ObjId, ThreadId},
     kernel::Kernel,
     obj::{Block, Cap, CapGroup, CapRef, ThreadState},
@@ -80,12 +78,25 @@ impl RecvPart {
     };
 }
 
-/// The descriptor at `ptr` (checked), read as words.
+/// The descriptor at `ptr` (checked): the six words the kernel reads, a word at a
+/// time where it is word aligned (the kernel's outputs are not read).
 #[inline]
 fn read_desc_words(mem: &mut dyn UserMemory, ptr: u32) -> IpcDesc {
-    let mut w = [0; DESC_WORDS];
-    mem.read_words(ptr, &mut w);
-    IpcDesc::from_words(w)
+    if !ptr.is_multiple_of(4) {
+        let mut b = [0u8; IPC_DESC_SIZE as usize];
+        mem.read(ptr, &mut b);
+        return IpcDesc::from_bytes(&b);
+    }
+    let mut w = |i: u32| mem.read_word(ptr.wrapping_add(4 * i));
+    IpcDesc {
+        send_ptr: w(0),
+        send_len: w(1),
+        send_cap: w(2),
+        recv_ptr: w(3),
+        recv_len: w(4),
+        recv_slot: w(5),
+        ..IpcDesc::EMPTY
+    }
 }
 
 /// For the fast paths: the descriptor at `desc` of a thread of group `g`, if `g`'s own
