@@ -17,9 +17,6 @@ pub const MAX_DEBUG_WRITE: u32 = 256;
 /// Size of [`IpcDesc`] in bytes.
 pub const IPC_DESC_SIZE: u32 = 36;
 
-/// Words in an [`IpcDesc`].
-pub const DESC_WORDS: usize = IPC_DESC_SIZE as usize / 4;
-
 /// The IPC descriptor: a task's `a5` for Send, Call, Recv and Reply points at one in
 /// its own memory (4-byte fields, little-endian, no alignment required).
 ///
@@ -81,21 +78,16 @@ impl IpcDesc {
     /// Decodes the nine little-endian words.
     pub fn from_bytes(b: &[u8; IPC_DESC_SIZE as usize]) -> IpcDesc {
         let w = |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
-        IpcDesc::from_words([w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7), w(8)])
-    }
-
-    /// The descriptor whose nine words, in the order of the table, are `w`.
-    pub fn from_words(w: [u32; DESC_WORDS]) -> IpcDesc {
         IpcDesc {
-            send_ptr: w[0],
-            send_len: w[1],
-            send_cap: w[2],
-            recv_ptr: w[3],
-            recv_len: w[4],
-            recv_slot: w[5],
-            got_len: w[6],
-            sent_len: w[7],
-            got_cap: w[8],
+            send_ptr: w(0),
+            send_len: w(1),
+            send_cap: w(2),
+            recv_ptr: w(3),
+            recv_len: w(4),
+            recv_slot: w(5),
+            got_len: w(6),
+            sent_len: w(7),
+            got_cap: w(8),
         }
     }
 
@@ -141,7 +133,6 @@ mod tests {
             got_cap: 9,
         };
         assert_eq!(IpcDesc::from_bytes(&d.to_bytes()), d);
-        assert_eq!(IpcDesc::from_words([1, 2, 3, 4, 5, 6, 7, 8, 9]), d);
         assert_eq!(d.to_bytes()[24], 7, "got_len sits at OUT_OFFSET");
     }
 }

@@ -130,9 +130,7 @@ mod sysno;
 mod watch;
 
 pub use error::Error;
-pub use ipc::{
-    IpcDesc, DESC_WORDS, IPC_DESC_SIZE, MAX_DEBUG_WRITE, MAX_MSG_BYTES, MSG_WORDS, NO_SLOT,
-};
+pub use ipc::{IpcDesc, IPC_DESC_SIZE, MAX_DEBUG_WRITE, MAX_MSG_BYTES, MSG_WORDS, NO_SLOT};
 
 /// The most bytes one `NvmRead` or `NvmWrite` moves (the kernel copies through a
 /// buffer of this size on its stack).
