@@ -73,6 +73,9 @@ pub(crate) enum Listed {
     Ready,
     /// In the blocked set (the wait queues are the blocked threads, by what they block on).
     Blocked,
+    /// In the blocked set and the sending set (blocked in `Send` or `Call`, waiting for
+    /// a receiver: a server's `ReplyRecv` looks at these alone).
+    Sending,
     /// In neither (exited).
     Neither,
 }
@@ -86,6 +89,8 @@ pub(crate) struct ThreadIndex {
     levels: u8,
     /// Every blocked thread.
     blocked: IndexSet,
+    /// The blocked threads that wait to send.
+    sending: IndexSet,
 }
 
 // `levels` has one bit per priority.
@@ -104,6 +109,7 @@ impl ThreadIndex {
         ready: [IndexSet::EMPTY; NUM_PRIORITIES as usize],
         levels: 0,
         blocked: IndexSet::EMPTY,
+        sending: IndexSet::EMPTY,
     };
 
     /// Lists the thread at arena index `i` (of priority `p`) as `what`, wherever it was.
@@ -114,9 +120,14 @@ impl ThreadIndex {
         let r = &mut self.ready[level];
         r.remove(i);
         self.blocked.remove(i);
+        self.sending.remove(i);
         match what {
             Listed::Ready => r.insert(i),
             Listed::Blocked => self.blocked.insert(i),
+            Listed::Sending => {
+                self.blocked.insert(i);
+                self.sending.insert(i);
+            }
             Listed::Neither => {}
         }
         if r.is_empty() {
@@ -138,9 +149,16 @@ impl ThreadIndex {
         self.blocked
     }
 
-    /// Lists the blocked thread at arena index `r` (of priority `pr`) as ready and the
-    /// ready thread at `t` (of priority `pt`) as blocked: the same as `set(r, pr,
-    /// Ready)` and then `set(t, pt, Blocked)` for threads so listed, in fewer steps.
+    /// The blocked threads that wait to send.
+    #[inline]
+    pub(crate) fn sending(&self) -> IndexSet {
+        self.sending
+    }
+
+    /// Lists the blocked thread at arena index `r` (of priority `pr`), which does not
+    /// wait to send, as ready and the ready thread at `t` (of priority `pt`) as
+    /// blocked, not sending: the same as `set(r, pr, Ready)` and then `set(t, pt,
+    /// Blocked)` for threads so listed, in fewer steps.
     #[inline]
     pub(crate) fn hand_over(&mut self, r: usize, pr: Priority, t: usize, pt: Priority) {
         // r is in the blocked set and t in its level's ready set, so each bit flips.

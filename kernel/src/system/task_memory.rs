@@ -137,11 +137,11 @@ impl UserMemory for FastMemory<'_> {
 /// rewritten only when one of them changes.
 type PmpKey = (ThreadId, u32, PageMask, bool);
 
-/// What the PMP holds, and the last image computed for each task: a task switch
-/// between tasks whose layouts did not change only rewrites the CSRs (of those, only
-/// the ones the image uses: `arch::pmp::write`).
+/// The last image computed for each task, and which of them the PMP holds (`None`:
+/// none of them): a task switch between tasks whose layouts did not change only
+/// rewrites the CSRs (of those, only the ones the image uses: `arch::pmp::write`).
 pub(super) struct PmpCache {
-    current: Option<PmpKey>,
+    current: Option<usize>,
     images: [Option<(PmpKey, PmpImage)>; MAX_TASKS],
 }
 
@@ -168,7 +168,8 @@ impl System {
         if w.memtrack != MemTrack::Protect || !pages.contains(addr) || clean == 0 {
             return false;
         }
-        let split = self.pmp.current.is_some_and(|(_, _, _, split)| split);
+        let held = self.pmp.current.and_then(|i| self.pmp.images[i]);
+        let split = held.is_some_and(|((_, _, _, split), _)| split);
         let touched = if split {
             pages.touched(addr, 4)
         } else {
@@ -209,16 +210,17 @@ impl System {
         };
         let epoch = self.kernel.memory_epoch();
         // The split depends only on the task's regions, which change only with the epoch.
-        let same = |key: &PmpKey| (key.0, key.1, key.2) == (t, epoch, writable);
-        if maybe_current && self.pmp.current.as_ref().is_some_and(same) {
-            return;
-        }
-        // A task switch back to a task whose layout has not changed: reuse its image.
-        if let Some(Some((key, image))) = index.map(|i| &self.pmp.images[i]) {
-            if same(key) {
-                pmp::write(image);
-                self.pmp.current = Some(*key);
-                return;
+        if let Some(i) = index {
+            if let Some((key, image)) = &self.pmp.images[i] {
+                if (key.0, key.1, key.2) == (t, epoch, writable) {
+                    // A task switch back to a task whose layout has not changed: reuse
+                    // its image.
+                    if !(maybe_current && self.pmp.current == Some(i)) {
+                        pmp::write(image);
+                        self.pmp.current = Some(i);
+                    }
+                    return;
+                }
             }
         }
         self.lay_out_pmp(t, index, writable, epoch);
@@ -272,7 +274,7 @@ impl System {
         }
         let image = PmpImage::layout(&regions).unwrap_or(PmpImage::EMPTY);
         pmp::write(&image);
-        self.pmp.current = Some(key);
+        self.pmp.current = index;
         if let Some(i) = index {
             self.pmp.images[i] = Some((key, image));
         }

@@ -357,8 +357,7 @@ impl Kernel {
         };
         self.drop_reply(t);
         loop {
-            let Some(s) =
-                self.oldest_blocked(|b| matches!(b, Block::Send { ep: e, .. } if e == ep))
+            let Some(s) = self.oldest_sender(|b| matches!(b, Block::Send { ep: e, .. } if e == ep))
             else {
                 self.block(t, Block::Recv { ep });
                 return Outcome::Blocked;
@@ -513,7 +512,7 @@ impl Kernel {
                 (r, Some(cap.badge), Block::Reply { server: r })
             }
             Some(c) => {
-                if self.any_blocked(|b| matches!(b, Block::Send { ep: e, .. } if e == ep)) {
+                if self.any_sender(|b| matches!(b, Block::Send { ep: e, .. } if e == ep)) {
                     return None;
                 }
                 (c, None, Block::Recv { ep })

@@ -19,6 +19,7 @@ use crate::{
 fn listed(state: ThreadState) -> Listed {
     match state {
         ThreadState::Ready => Listed::Ready,
+        ThreadState::Blocked(Block::Send { .. }) => Listed::Sending,
         ThreadState::Blocked(_) => Listed::Blocked,
         ThreadState::Exited => Listed::Neither,
     }
@@ -95,8 +96,19 @@ impl Kernel {
 
     /// The oldest thread whose block matches `f`: the head of a derived wait queue.
     pub(crate) fn oldest_blocked(&self, f: impl Fn(Block) -> bool) -> Option<ThreadId> {
+        self.oldest_in(self.sched_index.blocked(), f)
+    }
+
+    /// [`Kernel::oldest_blocked`] among the threads that wait to send (whose block is a
+    /// `Send`): the head of an endpoint's queue of senders.
+    pub(crate) fn oldest_sender(&self, f: impl Fn(Block) -> bool) -> Option<ThreadId> {
+        self.oldest_in(self.sched_index.sending(), f)
+    }
+
+    /// The oldest thread of `set` whose block matches `f`.
+    fn oldest_in(&self, set: IndexSet, f: impl Fn(Block) -> bool) -> Option<ThreadId> {
         let mut oldest: Option<(ThreadId, u64)> = None;
-        for t in threads_in(self.sched_index.blocked()) {
+        for t in threads_in(set) {
             let th = self.thread(t);
             let waits = matches!(th.state, ThreadState::Blocked(b) if f(b));
             if waits && oldest.is_none_or(|(_, seq)| th.seq < seq) {
@@ -106,9 +118,10 @@ impl Kernel {
         oldest.map(|(t, _)| t)
     }
 
-    /// Whether some blocked thread's block matches `f` (a wait queue is not empty).
-    pub(crate) fn any_blocked(&self, f: impl Fn(Block) -> bool) -> bool {
-        threads_in(self.sched_index.blocked())
+    /// Whether some thread waiting to send matches `f` (a queue of senders is not
+    /// empty).
+    pub(crate) fn any_sender(&self, f: impl Fn(Block) -> bool) -> bool {
+        threads_in(self.sched_index.sending())
             .any(|t| matches!(self.thread(t).state, ThreadState::Blocked(b) if f(b)))
     }
 
