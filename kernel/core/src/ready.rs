@@ -1,5 +1,5 @@
-//! The scheduler's index of thread states: which threads are ready, by priority, and
-//! which are blocked, as bit sets over arena indices. It is derived state (rebuilt from
+//! The scheduler's index of thread states: which threads are ready, by priority, which
+//! are blocked, and which of those wait to send, as bit sets over arena indices. It is derived state (rebuilt from
 //! the threads at boot and restore, never checkpointed) that lets the scheduler and the
 //! wait queues look at a few set bits instead of scanning all `MAX_OBJECTS` arena
 //! entries on every syscall. It must never decide anything: `ops/sched.rs` owns the

@@ -8,8 +8,8 @@
 mod common;
 
 use amber_core::{
-    abi::{Error, IpcDesc, Sysno, TaskState, WatchFlags, NO_SLOT},
-    CapSpec, CheckpointEvent, Step,
+    abi::{Error, IpcDesc, ObjKind, Sysno, TaskState, WatchFlags, NO_SLOT},
+    CapSpec, CheckpointEvent, Kernel, Step,
 };
 use common::{data, fast_taken, task, Sys, ALL, G, R, RW, W};
 use proptest::{
@@ -428,6 +428,74 @@ fn no_fast_path_while_a_persist_phase_runs() {
     assert_eq!(sys(&mut s, "svc", Sysno::Null, [0; 6]), (Ok(()), true));
 }
 
+#[test]
+fn the_hand_over_numbers_the_queues_as_the_general_path_where_the_counter_carries_or_saturates() {
+    // Thread records keep `seq` at bytes 154..162 (thread.rs); a restore starts the
+    // kernel's counter at the largest.
+    const SEQ_AT: usize = 154;
+    let edges = [
+        u64::from(u32::MAX) - 2,
+        u64::from(u32::MAX) - 1,
+        u64::from(u32::MAX),
+        u64::MAX - 3,
+        u64::MAX - 1,
+        u64::MAX,
+    ];
+    for newest in edges {
+        let s = pair(1, 1);
+        let mut recs: Vec<(u16, Vec<u8>)> =
+            s.k.live_objects()
+                .map(|(i, _)| {
+                    let mut buf = [0u8; Kernel::RECORD_MAX];
+                    let n = s.k.encode_object(i, &mut buf);
+                    (i, buf[..n].to_vec())
+                })
+                .collect();
+        let threads: Vec<u16> =
+            s.k.live_objects()
+                .filter(|(_, k)| *k == ObjKind::Thread)
+                .map(|(i, _)| i)
+                .collect();
+        let seq = |r: &[u8]| u64::from_le_bytes(r[SEQ_AT..SEQ_AT + 8].try_into().unwrap());
+        let max = recs
+            .iter()
+            .filter(|(i, _)| threads.contains(i))
+            .map(|(_, r)| seq(r))
+            .max()
+            .unwrap();
+        for (_, r) in recs.iter_mut().filter(|(i, _)| threads.contains(i)) {
+            // The same order, the newest at `newest`.
+            let moved = newest - (max - seq(r));
+            r[SEQ_AT..SEQ_AT + 8].copy_from_slice(&moved.to_le_bytes());
+        }
+        let mut plat = s.plat.clone();
+        let mut k = Box::new(Kernel::new());
+        k.restore_into(recs.iter().map(|(i, b)| (*i, b.as_slice())), &mut plat)
+            .expect("records with other sequence numbers restore");
+        k.configure_checkpoints(common::every_tick(u64::MAX, 0));
+        let mut s = Sys {
+            k,
+            mem: s.mem.clone(),
+            plat,
+            version: 0,
+        };
+        let before = fast_taken();
+        assert!(called(&mut s), "counter at {newest:#x}: the call");
+        for round in 0..3 {
+            let reply = [0, round, 0, 0, 0, 0];
+            assert!(
+                sys(&mut s, "srv", Sysno::ReplyRecv, reply).1,
+                "counter at {newest:#x}"
+            );
+            assert!(
+                sys(&mut s, "cli", Sysno::Call, [0; 6]).1,
+                "counter at {newest:#x}"
+            );
+        }
+        assert_eq!(fast_taken() - before, 7, "every call took the fast path");
+    }
+}
+
 /// One step of the random traffic: what the current thread calls, with which
 /// descriptor.
 #[derive(Clone, Copy, Debug)]
@@ -446,13 +514,13 @@ enum Op {
     },
 }
 
-/// Where task `t`'s descriptor `d` (0 = none) lies: 1 and 2 in its data, 3 in its code
-/// (read-only), 4 in another task's data.
+/// Where task `t`'s descriptor `d` (0 = none) lies: 1 and 2 in its data (2 not word
+/// aligned), 3 in its code (read-only), 4 in another task's data.
 fn desc_ptr(t: usize, d: u8) -> u32 {
     match d % 5 {
         0 => 0,
         1 => data(t),
-        2 => data(t) + 0x40,
+        2 => data(t) + 0x42,
         3 => common::code(t),
         _ => data((t + 1) % 4),
     }

@@ -7,10 +7,12 @@
 //! interrupts on until one can run. The lock is taken only with interrupts off (in
 //! trap handlers and between idle sleeps), so it is never contended; holding it is
 //! what lets the code below touch the kernel, the checkpoint writer and the PMP cache
-//! together, and no other lock nests inside it but the console's. `startup` brings
-//! the app up at boot and `task_memory` keeps task memory protected and tracked. None
-//! of it decides policy (who runs, who may do what, when to checkpoint):
-//! `amber_core` does.
+//! together, and no other lock nests inside it but the console's. An `ecall` is first
+//! offered to the core's fast path (`Traps::fast_syscall`), which takes no lock: no
+//! task runs while the lock is held, so a trap from a task finds it free and this
+//! trap is the system's only user. `startup` brings the app up at boot and
+//! `task_memory` keeps task memory protected and tracked. None of it decides policy
+//! (who runs, who may do what, when to checkpoint): `amber_core` does.
 
 mod startup;
 mod task_memory;

@@ -8,12 +8,12 @@
 //! queues are derived from thread states, oldest first. This file must never write to a
 //! task's memory before both sides validated.
 //!
-//! The fast paths of Call and ReplyRecv (`fast_call`, `fast_reply_recv`, as seL4's
-//! fastpath) cover a client calling a server that waits and the server's answer: the
-//! partner waits already, no capability moves, and the partner is the thread the
-//! scheduler picks next, so the message goes across and the partner runs at once.
-//! They check everything first and then change state with the same steps as the
-//! general path, in its order, or change nothing.
+//! The fast path of Call and ReplyRecv ([`Kernel::fast_ipc`], as seL4's fastpath)
+//! covers a client calling a server that waits and the server's answer: the partner
+//! waits already, no capability moves, and the partner is the thread the scheduler
+//! picks next, so the message goes across and the partner runs at once. It checks
+//! everything first (buffers against the tasks' own regions only) and then changes
+//! state as the general path would, in its order, or changes nothing.
 //!
 //! Invariants kept here:
 //! - A thread blocked in `Reply { server }` is the `reply_to` of `server`, and a
@@ -251,22 +251,6 @@ impl Kernel {
         }
     }
 
-    /// `t`'s Call reached `r` as `res`: `r` runs with it and owes `t` the reply, for
-    /// which `t` waits.
-    #[inline(always)]
-    fn called(&mut self, t: ThreadId, r: ThreadId, res: Results) {
-        self.wake(r, Ok(res));
-        self.thread_mut(r).reply_to = Some(t);
-        self.block(t, Block::Reply { server: r });
-    }
-
-    /// `t`'s reply to its caller `c` is given (`r`: what `c`'s Call returns).
-    #[inline(always)]
-    fn replied(&mut self, t: ThreadId, c: ThreadId, r: Result<Results, Error>) {
-        self.thread_mut(t).reply_to = None;
-        self.wake(c, r);
-    }
-
     /// `Send` / `Call` on endpoint slot a0: needs WRITE. Delivers to the oldest waiting
     /// receiver or blocks; `Call` then waits for the reply.
     pub(crate) fn sys_send(
@@ -309,13 +293,14 @@ impl Kernel {
                 Err(e) => Err(Party::Receiver(e)),
             };
             match delivered {
-                Ok(res) if call => {
-                    self.called(t, r, res);
-                    return Outcome::Blocked;
-                }
                 Ok(res) => {
                     self.wake(r, Ok(res));
-                    return Outcome::ok();
+                    if !call {
+                        return Outcome::ok();
+                    }
+                    self.thread_mut(r).reply_to = Some(t);
+                    self.block(t, Block::Reply { server: r });
+                    return Outcome::Blocked;
                 }
                 Err(Party::Sender(e)) => return Outcome::err(e),
                 Err(Party::Receiver(e)) => self.wake(r, Err(e)),
@@ -413,12 +398,14 @@ impl Kernel {
         };
         match delivered {
             Ok(res) => {
-                self.replied(t, c, Ok(res));
+                self.thread_mut(t).reply_to = None;
+                self.wake(c, Ok(res));
                 Outcome::ok()
             }
             Err(Party::Sender(e)) => Outcome::err(e),
             Err(Party::Receiver(e)) => {
-                self.replied(t, c, Err(e));
+                self.thread_mut(t).reply_to = None;
+                self.wake(c, Err(e));
                 Outcome::ok()
             }
         }
@@ -462,10 +449,11 @@ impl Kernel {
     /// current thread; `None`, having changed nothing, for any other call and whenever
     /// the general path might do anything else:
     /// - `Call`: a receiver waits on the endpoint; the message goes to the oldest, which
-    ///   then owes `t` the reply and runs, while `t` waits for it ([`Kernel::sys_send`]);
-    /// - `ReplyRecv`: `t` owes a reply and no sender waits on the endpoint; the reply
-    ///   goes to the caller, which runs, and `t` waits on the endpoint
-    ///   ([`Kernel::sys_reply_recv`]);
+    ///   then owes the caller the reply and runs, while the caller waits for it
+    ///   ([`Kernel::sys_send`]);
+    /// - `ReplyRecv`: the caller owes a reply and no sender waits on the endpoint; the
+    ///   reply goes to the thread it is owed to, which runs, and the caller waits on
+    ///   the endpoint ([`Kernel::sys_reply_recv`]);
     /// - either way nothing is refused (capability, descriptors, buffers, on both
     ///   sides), no capability is sent, and the partner is the thread the scheduler
     ///   picks next: no other thread is ready at its priority or a more urgent one,

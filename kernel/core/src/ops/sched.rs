@@ -156,14 +156,15 @@ impl Kernel {
         })
     }
 
-    /// The fast paths' hand-over (`ops/ipc.rs`): `t`, the current thread, has made
-    /// its syscall and blocks on `b`; `r`, blocked, is woken with `words` (and
-    /// `badge`) as the results of its call and runs. When `r_owes_t`, `r` owes `t` the
-    /// reply (a Call), else `t` owes nothing any more (it replied). The same as
-    /// [`Kernel::wake`] of `r`, [`Kernel::block`] of `t` and [`Kernel::schedule`], in
-    /// that order, where `r` is what `schedule` picks (no other thread is ready at
-    /// its priority or a more urgent one, outside a persist phase), in fewer steps:
-    /// each thread is looked up once and the scheduler's index moves both at once.
+    /// The fast path's hand-over (`ops/ipc.rs`): `t`, the current thread, has made
+    /// its syscall (its pc moves past the `ecall`) and blocks on `b`, which is not a
+    /// `Send`; `r`, blocked but not sending, is woken with `res` as the results of its
+    /// call and runs. When `r_owes_t`, `r` owes `t` the reply (a Call), else `t` owes
+    /// nothing any more (it replied). The same as [`Kernel::wake`] of `r`,
+    /// [`Kernel::block`] of `t` and [`Kernel::schedule`], in that order, where `r` is
+    /// what `schedule` picks (no other thread is ready at its priority or a more urgent
+    /// one, outside a persist phase), in fewer steps: both threads are looked up at
+    /// once and the scheduler's index moves both at once.
     #[inline(always)]
     pub(crate) fn hand_over(
         &mut self,

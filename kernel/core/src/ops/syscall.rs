@@ -81,7 +81,8 @@ impl Kernel {
         }
     }
 
-    /// [`Kernel::fast_syscall`] for Null: success, and the caller runs on.
+    /// [`Kernel::fast_syscall`] for Null: success, and the caller runs on (outside a
+    /// persist phase and with no checkpoint asked for, as every fast path).
     #[inline]
     pub fn fast_null(&mut self) -> Option<ThreadId> {
         if self.cycle.busy() {
