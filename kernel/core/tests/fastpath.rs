@@ -443,14 +443,7 @@ fn the_hand_over_numbers_the_queues_as_the_general_path_where_the_counter_carrie
     ];
     for newest in edges {
         let s = pair(1, 1);
-        let mut recs: Vec<(u16, Vec<u8>)> =
-            s.k.live_objects()
-                .map(|(i, _)| {
-                    let mut buf = [0u8; Kernel::RECORD_MAX];
-                    let n = s.k.encode_object(i, &mut buf);
-                    (i, buf[..n].to_vec())
-                })
-                .collect();
+        let mut recs = common::records(&s.k);
         let threads: Vec<u16> =
             s.k.live_objects()
                 .filter(|(_, k)| *k == ObjKind::Thread)

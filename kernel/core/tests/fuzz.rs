@@ -361,12 +361,7 @@ fn event(s: &mut Sys, event: CheckpointEvent, ok: bool) -> Result<(), TestCaseEr
 /// with it: the records must restore, and re-encode to themselves. The restored
 /// kernel then hears of the restore (its watches' restore bits, a persist phase).
 fn power_cut(s: &mut Sys) -> Result<(), TestCaseError> {
-    let mut recs = Vec::new();
-    for (i, _) in s.k.live_objects() {
-        let mut buf = [0u8; Kernel::RECORD_MAX];
-        let n = s.k.encode_object(i, &mut buf);
-        recs.push((i, buf[..n].to_vec()));
-    }
+    let recs = common::records(&s.k);
     let mut k = Box::new(Kernel::new());
     k.restore_into(recs.iter().map(|(i, b)| (*i, b.as_slice())), &mut s.plat)
         .map_err(|e| TestCaseError::fail(format!("own records refused: {e}")))?;

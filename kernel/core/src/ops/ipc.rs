@@ -88,15 +88,7 @@ fn read_desc_words(mem: &mut dyn UserMemory, ptr: u32) -> IpcDesc {
         return IpcDesc::from_bytes(&b);
     }
     let mut w = |i: u32| mem.read_word(ptr.wrapping_add(4 * i));
-    IpcDesc {
-        send_ptr: w(0),
-        send_len: w(1),
-        send_cap: w(2),
-        recv_ptr: w(3),
-        recv_len: w(4),
-        recv_slot: w(5),
-        ..IpcDesc::EMPTY
-    }
+    IpcDesc::from_words([w(0), w(1), w(2), w(3), w(4), w(5), 0, 0, 0])
 }
 
 /// For the fast paths: the descriptor at `desc` of a thread of group `g`, if `g`'s own

@@ -442,6 +442,18 @@ impl Sys {
     }
 }
 
+/// What the checkpoint manager would store: (item, record) for every live object.
+pub fn records(k: &Kernel) -> Vec<(u16, Vec<u8>)> {
+    k.live_objects()
+        .map(|(i, _)| {
+            let mut buf = [0u8; Kernel::RECORD_MAX];
+            let n = k.encode_object(i, &mut buf);
+            assert!(n > 0, "a live object has a record");
+            (i, buf[..n].to_vec())
+        })
+        .collect()
+}
+
 /// Fails with `what` and the first lines where the two kernels' states differ.
 pub fn assert_same(expected: &Kernel, got: &Kernel, what: &str) {
     if expected == got {
