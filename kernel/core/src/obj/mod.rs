@@ -142,9 +142,13 @@ impl Arena {
     }
 
     /// The entry for `id` (ids are always in range by construction). Never marks.
+    /// Indexed by `index`, not `slot`: where the checkpoint walks the arena the
+    /// compiler sees the index in range and drops the check, which `slot`'s mask it
+    /// keeps (the bank app's checkpoint pause is 21 instructions shorter); elsewhere
+    /// the check costs a compare that never fails.
     #[inline]
     pub(crate) fn get(&self, id: ObjId) -> &Object {
-        &self.entries[id.slot()]
+        &self.entries[id.index()]
     }
 
     /// The entry for `id`, mutably: THE guard. Marks `id` dirty.
