@@ -142,10 +142,10 @@ impl Arena {
     }
 
     /// The entry for `id` (ids are always in range by construction). Never marks.
-    /// Indexed by `index`, not `slot`: where the checkpoint walks the arena the
-    /// compiler sees the index in range and drops the check, which `slot`'s mask it
-    /// keeps (the bank app's checkpoint pause is 21 instructions shorter); elsewhere
-    /// the check costs a compare that never fails.
+    /// Indexed by `index`, not `slot` (the same number): measured, the bank app's
+    /// checkpoint pause is 21 instructions shorter so, the ESP32-C3 kernel text 928
+    /// bytes longer (bounds checks that never fail); which call sites make the
+    /// difference was not traced.
     #[inline]
     pub(crate) fn get(&self, id: ObjId) -> &Object {
         &self.entries[id.index()]
