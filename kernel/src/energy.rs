@@ -32,9 +32,16 @@ pub fn set(budget: Option<u64>, warn: Option<u64>) {
 /// The counter value `amber.warn` named, once its interrupt was raised.
 static WARNED_AT: spin::Mutex<Option<u64>> = spin::Mutex::new(None);
 
+/// Whether `amber.warn` set a warning not raised yet (the syscall fast path stays off
+/// until it is: every trap must look at it).
+#[inline]
+pub fn warn_pending() -> bool {
+    WARN_PENDING.load(Ordering::Relaxed)
+}
+
 /// Whether the warning `amber.warn` names is due now; true once.
 pub fn warn_due() -> bool {
-    if !WARN_PENDING.load(Ordering::Relaxed) {
+    if !warn_pending() {
         return false;
     }
     let due = WARN.lock().take_if(|&mut at| Chosen::counter() >= at);

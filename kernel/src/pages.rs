@@ -60,19 +60,21 @@ impl Pages {
     /// Computed from the first and last page it covers (no loop: the IPC copy path
     /// calls this for every buffer it writes).
     pub fn touched(&self, addr: u32, len: u32) -> PageMask {
-        let (base, top) = (
-            u64::from(self.base),
-            u64::from(self.base) + u64::from(self.len),
-        );
-        let start = u64::from(addr).max(base);
-        let end = (u64::from(addr) + u64::from(len.max(1))).min(top);
+        // The range as offsets from `base`, cut to the region, in 32-bit words.
+        let len = len.max(1);
+        let (start, end) = match addr.checked_sub(self.base) {
+            Some(off) => (off, off.saturating_add(len)),
+            None => match len.checked_sub(self.base - addr) {
+                Some(past) if past > 0 => (0, past),
+                _ => return 0,
+            },
+        };
+        let end = end.min(self.len);
         if start >= end || self.page_len == 0 {
             return 0;
         }
-        // Both offsets lie inside the region, so they fit in u32, and the last page
-        // index is below PAGES (page_len * PAGES >= len).
-        let first = (start - base) as u32 / self.page_len;
-        let last = (end - 1 - base) as u32 / self.page_len;
+        let first = start / self.page_len;
+        let last = (end - 1) / self.page_len;
         let low_bits = |n: u32| (1u32 << n) - 1;
         (low_bits(last + 1) & !low_bits(first)) as PageMask
     }
@@ -144,10 +146,16 @@ mod tests {
 
     #[test]
     fn touched_is_the_set_of_pages_the_range_overlaps() {
-        for len in [4u32, 8, 12, 16, 100, 8192, 8196] {
-            let pages = Pages::new(0x1000, len);
-            for addr in (0x0FF0..0x1000 + len + 16).step_by(3) {
-                for n in [0u32, 1, 4, 7, 64, 300, 9000] {
+        let regions = [4u32, 8, 12, 16, 100, 8192, 8196]
+            .map(|len| (0x1000, len))
+            .into_iter()
+            .chain([(0xFFFF_F000, 0x1000), (0xFFFF_0000, 0xFFF0)]);
+        for (base, len) in regions {
+            let pages = Pages::new(base, len);
+            let first = base.saturating_sub(0x10);
+            let last = base.saturating_add(len).saturating_add(16);
+            for addr in (first..last).step_by(3).chain([last, u32::MAX]) {
+                for n in [0u32, 1, 4, 7, 64, 300, 9000, u32::MAX] {
                     let (start, end) = (u64::from(addr), u64::from(addr) + u64::from(n.max(1)));
                     let expected = (0..PAGES)
                         .filter(|&p| {

@@ -110,7 +110,10 @@ impl PmpImage {
     };
 
     /// Lays out `regions`: region k uses entry 2k (its base, turned off) and entry 2k+1
-    /// (its top, TOR with the permissions). Unused entries stay off.
+    /// (its top, TOR with the permissions). A region that starts where the one before
+    /// it ends, with the same permissions, extends it (the pages of a task's RAM, when
+    /// they are all clean or all dirty, take one region, and a task switch writes
+    /// fewer entries). Unused entries stay off.
     pub fn layout(regions: &[TorRegion]) -> Result<PmpImage, PmpError> {
         if regions.len() > MAX_REGIONS {
             return Err(PmpError::TooManyRegions {
@@ -118,15 +121,30 @@ impl PmpImage {
             });
         }
         let mut img = PmpImage::EMPTY;
-        for (k, r) in regions.iter().enumerate() {
-            img.addr[2 * k] = r.base >> 2;
-            img.addr[2 * k + 1] = r.end >> 2;
-            let top = 2 * k + 1;
-            img.cfg[top / 4] |= ((CFG_TOR | r.perm) as u32) << (8 * (top % 4));
+        let mut k: usize = 0;
+        for r in regions {
+            let last = k.checked_sub(1).map(|l| 2 * l + 1);
+            match last {
+                Some(top) if img.addr[top] == r.base >> 2 && img.perm(top) == r.perm => {
+                    img.addr[top] = r.end >> 2;
+                }
+                _ => {
+                    img.addr[2 * k] = r.base >> 2;
+                    img.addr[2 * k + 1] = r.end >> 2;
+                    let top = 2 * k + 1;
+                    img.cfg[top / 4] |= ((CFG_TOR | r.perm) as u32) << (8 * (top % 4));
+                    k += 1;
+                }
+            }
         }
         // In range: at most MAX_REGIONS (8) regions, checked above.
-        img.regions = regions.len() as u8;
+        img.regions = k as u8;
         Ok(img)
+    }
+
+    /// The permission bits of entry `i`.
+    fn perm(&self, i: usize) -> u8 {
+        (self.cfg[i / 4] >> (8 * (i % 4))) as u8 & (CFG_R | CFG_W | CFG_X)
     }
 }
 
@@ -165,6 +183,44 @@ mod tests {
         pub const READ: u8 = super::super::CFG_R;
         pub const WRITE: u8 = super::super::CFG_W;
         pub const EXEC: u8 = super::super::CFG_X;
+    }
+
+    #[test]
+    fn adjacent_regions_with_the_same_permissions_take_one_region_and_allow_the_same() {
+        let page = |i: u32, write: bool| {
+            TorRegion::new(0x2000_0000 + 0x400 * i, 0x400, true, write, false).unwrap()
+        };
+        let code = TorRegion::new(0x1000_0000, 0x1000, true, false, true).unwrap();
+        let all_clean = [
+            code,
+            page(0, false),
+            page(1, false),
+            page(2, false),
+            page(3, false),
+        ];
+        let mixed = [
+            code,
+            page(0, true),
+            page(1, false),
+            page(2, false),
+            page(3, true),
+        ];
+        let apart = [code, page(0, true), page(2, true)];
+        for (regions, expected) in [(&all_clean[..], 2), (&mixed[..], 4), (&apart[..], 3)] {
+            let img = PmpImage::layout(regions).unwrap();
+            assert_eq!(img.regions, expected, "{regions:?}");
+            for addr in (0x0FFF_FF00..0x1000_1100)
+                .chain(0x1FFF_FF00..0x2000_1100)
+                .step_by(4)
+            {
+                for want in [want::READ, want::WRITE, want::EXEC] {
+                    let one = regions
+                        .iter()
+                        .any(|r| r.base <= addr && addr + 4 <= r.end && r.perm & want == want);
+                    assert_eq!(img.allows(addr, 4, want), one, "{addr:#x} {want}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -26,7 +26,17 @@ impl ObjId {
     pub fn index(self) -> usize {
         usize::from(self.0)
     }
+
+    /// The arena index, in a form the compiler sees is in range (the same number:
+    /// `from_index` made it below `MAX_OBJECTS`, a power of two), so indexing the
+    /// arena with it needs no bounds check.
+    #[inline]
+    pub(crate) fn slot(self) -> usize {
+        self.index() % MAX_OBJECTS
+    }
 }
+
+const _: () = assert!(MAX_OBJECTS.is_power_of_two());
 
 /// A thread, named by the arena index of its Thread object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

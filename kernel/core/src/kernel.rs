@@ -23,7 +23,10 @@ use crate::{
 /// offsets from the kernel's address (RV32 loads reach 2 KiB from a register; the
 /// scheduler's scan of the arena runs about one instruction per entry slower when
 /// the compiler puts the checkpoint cycle's 2 KiB of pending values first).
-#[derive(Debug)]
+///
+/// `Clone` and `PartialEq` compare whole states: the host tests hold the fast path to
+/// what the general syscall path makes of a copy of the same state.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct Kernel {
     /// The thread the arch code must run next; `None` = idle (wfi).
@@ -201,7 +204,7 @@ impl Kernel {
     pub(crate) fn thread(&self, t: ThreadId) -> &Thread {
         match self.obj(t.0) {
             Object::Thread(th) => th,
-            _ => panic!("kernel invariant broken: {t:?} is not a thread"),
+            _ => not_a_thread(t),
         }
     }
 
@@ -210,7 +213,17 @@ impl Kernel {
     pub(crate) fn thread_mut(&mut self, t: ThreadId) -> &mut Thread {
         match self.obj_mut(t.0) {
             Object::Thread(th) => th,
-            _ => panic!("kernel invariant broken: {t:?} is not a thread"),
+            _ => not_a_thread(t),
+        }
+    }
+
+    /// The distinct threads `a` and `b`, mutably (same invariant as
+    /// [`Kernel::thread`]; `a` being `b` is a broken invariant too).
+    #[inline]
+    pub(crate) fn threads_mut(&mut self, a: ThreadId, b: ThreadId) -> [&mut Thread; 2] {
+        match self.objects.get_two_mut(a.0, b.0) {
+            Some([Object::Thread(x), Object::Thread(y)]) => [x, y],
+            _ => not_a_thread(a),
         }
     }
 
@@ -222,6 +235,14 @@ impl Kernel {
             None => panic!("kernel invariant broken: {t:?} has no CapGroup"),
         }
     }
+}
+
+/// A `ThreadId` that names no thread: a broken kernel invariant. Out of line, so that
+/// every thread lookup carries a call here, not the formatting.
+#[cold]
+#[inline(never)]
+fn not_a_thread(t: ThreadId) -> ! {
+    panic!("kernel invariant broken: {t:?} is not a thread")
 }
 
 /// Collecting an iterator into a fixed array (no allocation).

@@ -3,9 +3,10 @@
 //!
 //! The target-only kernel (`amber-kernel`: traps, PMP, CLINT, PLIC) owns one
 //! [`Kernel`] and drives it: it saves the trapping thread's registers into
-//! [`Kernel::context_mut`], calls [`Kernel::syscall`], [`Kernel::fault`],
-//! [`Kernel::tick`] or [`Kernel::irq`], then programs PMP from [`Kernel::regions`] and
-//! resumes [`Kernel::current`] (or waits for an interrupt when it is `None`). This crate
+//! [`Kernel::context_mut`], calls [`Kernel::syscall`] (after [`Kernel::fast_syscall`],
+//! which may finish the call alone), [`Kernel::fault`], [`Kernel::tick`] or
+//! [`Kernel::irq`], then programs PMP from [`Kernel::regions`] and resumes
+//! [`Kernel::current`] (or waits for an interrupt when it is `None`). This crate
 //! must never touch hardware, use atomics or allocate: it compiles for the host and for
 //! `riscv32imc-unknown-none-elf`, and reaches memory and devices only through the
 //! [`UserMemory`] and [`Platform`] traits.
@@ -17,8 +18,9 @@
 //!   every CapGroup's slots, O(groups × slots) per sweep. No generation counters.
 //! - Queues are not stored: who waits on an endpoint, and in what order, is read from
 //!   thread states and a sequence number. The one derived index (`ready.rs`: which
-//!   threads are ready, by priority, and which blocked) only narrows where to look; it
-//!   is rebuilt at restore and checked against the states by the invariants.
+//!   threads are ready, by priority, which blocked, which waiting to send) only
+//!   narrows where to look; it is rebuilt at restore and checked against the states by
+//!   the invariants.
 //! - Checkpointable by ownership: every change to an arena entry goes through one guard
 //!   that marks it dirty; each object type encodes and decodes its own record (next to
 //!   the type); everything else is derived and rebuilt at restore. See `ops/items.rs`.

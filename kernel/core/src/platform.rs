@@ -13,6 +13,21 @@ pub trait UserMemory {
     fn read(&mut self, addr: u32, buf: &mut [u8]);
     /// Writes `data` at `addr`. Only called for validated ranges.
     fn write(&mut self, addr: u32, data: &[u8]);
+    /// Reads the little-endian word at `addr`, which is word aligned. Only called for
+    /// validated ranges. A memory that can load whole words overrides this read of
+    /// bytes.
+    fn read_word(&mut self, addr: u32) -> u32 {
+        let mut b = [0u8; 4];
+        self.read(addr, &mut b);
+        u32::from_le_bytes(b)
+    }
+    /// Writes `words` as little-endian words at `addr` (any alignment). Only called
+    /// for validated ranges. A memory that can store whole words overrides this.
+    fn write_words(&mut self, addr: u32, words: &[u32]) {
+        for (i, w) in words.iter().enumerate() {
+            self.write(addr.wrapping_add(4 * i as u32), &w.to_le_bytes());
+        }
+    }
     /// Copies `len` (at most [`MAX_MSG_BYTES`]) bytes from `from` to `to`, as if read
     /// whole and then written (the ranges may overlap). Only called for validated
     /// ranges. A memory that can copy in place overrides this staged copy.

@@ -41,14 +41,12 @@ pub struct RegionSpec {
 }
 
 impl RegionSpec {
-    /// True when `[addr, addr + len)` lies inside this region (overflow-safe).
+    /// True when `[addr, addr + len)` lies inside this region (overflow-safe: in
+    /// 32-bit words, `addr + len <= base + self.len` as `len <= self.len - off`).
+    #[inline]
     pub fn contains(&self, addr: u32, len: u32) -> bool {
-        let (start, end) = (u64::from(addr), u64::from(addr) + u64::from(len));
-        let (lo, hi) = (
-            u64::from(self.base),
-            u64::from(self.base) + u64::from(self.len),
-        );
-        lo <= start && end <= hi
+        let off = addr.wrapping_sub(self.base);
+        addr >= self.base && off <= self.len && len <= self.len - off
     }
 
     /// True when the region is well formed: nonzero, not wrapping, memory rights only.

@@ -14,7 +14,7 @@ use amber_core::{
     abi::{Error, ObjKind, Sysno, TaskState, WatchFlags, NO_SLOT},
     CapSpec, Cause, CheckpointEvent, Kernel, MemKind, RestoreError, Step, ThreadId, MAX_OBJECTS,
 };
-use common::{Sys, ALL, G, R, RW, SHARED_BASE, W};
+use common::{records, Sys, ALL, G, R, RW, SHARED_BASE, W};
 use proptest::{
     prelude::*,
     test_runner::{Config, RngAlgorithm, TestRng, TestRunner},
@@ -27,18 +27,6 @@ fn encodings(k: &Kernel) -> Vec<Vec<u8>> {
             let mut buf = [0u8; Kernel::RECORD_MAX];
             let n = k.encode_object(i, &mut buf);
             buf[..n].to_vec()
-        })
-        .collect()
-}
-
-/// What the checkpoint manager would store: (item, record) for every live object.
-fn records(k: &Kernel) -> Vec<(u16, Vec<u8>)> {
-    k.live_objects()
-        .map(|(i, _)| {
-            let mut buf = [0u8; Kernel::RECORD_MAX];
-            let n = k.encode_object(i, &mut buf);
-            assert!(n > 0, "a live object has a record");
-            (i, buf[..n].to_vec())
         })
         .collect()
 }

@@ -3,7 +3,9 @@
 //! interrupts, faults and random descriptor bytes in task memory; commit watches are
 //! registered with random blocks and bits and flags (persist callbacks and servers), and
 //! the checkpoint cycle hears of every syscall, tick and an occasional power failure,
-//! as it does from the device's glue: requests and periodic checkpoints are written
+//! as it does from the device's glue: every syscall tries the fast path first, held to
+//! the general path on a copy of the same state (`Sys::fast_syscall`), and takes the
+//! general path and the cycle when it declines; requests and periodic checkpoints are written
 //! (committing or failing), persist phases run, end or are given up, and a halt after
 //! a power failure is a power cut. It asserts
 //! that nothing panics (the fake memory also fails the test if the kernel touches
@@ -34,6 +36,14 @@ use proptest::{
 enum Op {
     /// A syscall by whoever is current.
     Sys { nr: u32, args: [u32; 6] },
+    /// A client's Call or a server's Recv or ReplyRecv by whoever is current, on
+    /// endpoint slot 0 or 1 (what the fast paths take, when the partner waits); `d`,
+    /// which may only receive, serves.
+    Ipc {
+        serve: Sysno,
+        call: Sysno,
+        args: [u32; 6],
+    },
     /// Random descriptor words at a spot of a task (data or code: what a task's memory
     /// holds is up to the task).
     Poke {
@@ -152,7 +162,17 @@ fn desc(own: usize, raw: &[u32; 9]) -> [u32; 9] {
 /// Decodes one step from a selector and nine raw words.
 fn op((sel, raw): (u8, [u32; 9])) -> Op {
     let args = [raw[1], raw[2], raw[3], raw[4], raw[5], raw[6]];
-    match sel % 50 {
+    match sel % 56 {
+        50..=55 => Op::Ipc {
+            serve: [
+                Sysno::ReplyRecv,
+                Sysno::ReplyRecv,
+                Sysno::ReplyRecv,
+                Sysno::Recv,
+            ][raw[0] as usize % 4],
+            call: [Sysno::Call, Sysno::Call, Sysno::ReplyRecv, Sysno::Recv][raw[7] as usize % 4],
+            args,
+        },
         0..=39 => {
             let nr = raw[0] % Sysno::ALL.len() as u32;
             // Exit ends a task for good and deletions empty the tree: keep them rare so
@@ -310,6 +330,8 @@ const CYCLE: CheckpointConfig = CheckpointConfig {
 };
 
 static SYSCALLS: AtomicU64 = AtomicU64::new(0);
+/// Syscalls the fast path took: Null, Call, ReplyRecv.
+static FAST: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
 static OUTCOMES: [[AtomicU64; 16]; Sysno::ALL.len()] =
     [const { [const { AtomicU64::new(0) }; 16] }; Sysno::ALL.len()];
 static PERSIST_PHASES: AtomicU64 = AtomicU64::new(0);
@@ -339,12 +361,7 @@ fn event(s: &mut Sys, event: CheckpointEvent, ok: bool) -> Result<(), TestCaseEr
 /// with it: the records must restore, and re-encode to themselves. The restored
 /// kernel then hears of the restore (its watches' restore bits, a persist phase).
 fn power_cut(s: &mut Sys) -> Result<(), TestCaseError> {
-    let mut recs = Vec::new();
-    for (i, _) in s.k.live_objects() {
-        let mut buf = [0u8; Kernel::RECORD_MAX];
-        let n = s.k.encode_object(i, &mut buf);
-        recs.push((i, buf[..n].to_vec()));
-    }
+    let recs = common::records(&s.k);
     let mut k = Box::new(Kernel::new());
     k.restore_into(recs.iter().map(|(i, b)| (*i, b.as_slice())), &mut s.plat)
         .map_err(|e| TestCaseError::fail(format!("own records refused: {e}")))?;
@@ -367,6 +384,15 @@ fn power_cut(s: &mut Sys) -> Result<(), TestCaseError> {
 fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
     let mut s = boot();
     for (i, op) in raw.into_iter().map(op).enumerate() {
+        // An IPC step is a syscall whose slot and descriptor are decoded below.
+        let (op, ipc) = match op {
+            Op::Ipc { serve, call, args } => {
+                let server = s.k.current().is_some_and(|t| s.k.task_name(t) == "d");
+                let nr = if server { serve } else { call } as u32;
+                (Op::Sys { nr, args }, true)
+            }
+            op => (op, false),
+        };
         match op {
             Op::Sys { nr, args } => {
                 let raw_a0 = args[0];
@@ -386,6 +412,15 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
                 };
                 let own = s.k.task_name(t).as_bytes()[0].wrapping_sub(b'a') as usize % TASKS;
                 let mut args: [u32; 6] = std::array::from_fn(|i| arg(own, i, args[i]));
+                if ipc {
+                    // Slot 0 or 1 (endpoints in every task), no descriptor or a spot.
+                    args[0] = raw_a0 % 2;
+                    args[5] = if raw_a4 % 4 != 0 {
+                        0
+                    } else {
+                        any_spot(own, raw_a4 >> 2)
+                    };
+                }
                 if nr == Sysno::CommitWatch as u32 {
                     args[0] = watch_ptr(own, raw_a0);
                     // Mostly known flags (callbacks and servers), sometimes unknown bits.
@@ -396,10 +431,18 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
                 let ctx = s.k.context_mut(t);
                 ctx.regs[17] = nr;
                 ctx.regs[10..16].copy_from_slice(&args);
-                s.k.syscall(&mut s.mem, &mut s.plat);
                 SYSCALLS.fetch_add(1, Ordering::Relaxed);
-                let answer = Sysno::from_u32(nr) == Some(Sysno::Checkpoint);
-                event(&mut s, CheckpointEvent::Syscall, !answer || raw_a0 % 8 != 0)?;
+                if s.fast_syscall() {
+                    let kind = [Sysno::Null, Sysno::Call, Sysno::ReplyRecv]
+                        .iter()
+                        .position(|&k| k as u32 == nr);
+                    prop_assert!(kind.is_some(), "the fast path took syscall {}", nr);
+                    FAST[kind.unwrap_or(0)].fetch_add(1, Ordering::Relaxed);
+                } else {
+                    s.k.syscall(&mut s.mem, &mut s.plat);
+                    let answer = Sysno::from_u32(nr) == Some(Sysno::Checkpoint);
+                    event(&mut s, CheckpointEvent::Syscall, !answer || raw_a0 % 8 != 0)?;
+                }
                 if s.k.task_state(t) == TaskState::Ready && nr != Sysno::Exit as u32 {
                     let a0 = s.k.context(t).regs[10];
                     prop_assert!(
@@ -437,6 +480,7 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
             Op::Fault { mcause, addr } => {
                 s.k.fault(Fault::from_mcause(mcause), addr);
             }
+            Op::Ipc { .. } => unreachable!("made a syscall above"),
         }
         if i % 16 == 0 {
             check(&s, &format!("op {i}: {op:?}"))?;
@@ -467,8 +511,13 @@ fn random_syscalls_never_panic_and_keep_every_tree_invariant() {
         println!("{:?}: {:?}", Sysno::from_u32(i as u32).unwrap(), v);
     }
     let n = SYSCALLS.load(Ordering::Relaxed);
+    let fast = FAST.each_ref().map(|a| a.load(Ordering::Relaxed));
     let figures = format!(
-        "{n} syscalls, {} reboots, {} checkpoint/restore cycles, {} persist phases",
+        "{n} syscalls ({} by the fast path, equal to the general path's: Null {}, Call {}, ReplyRecv {}), {} reboots, {} checkpoint/restore cycles, {} persist phases",
+        fast.iter().sum::<u64>(),
+        fast[0],
+        fast[1],
+        fast[2],
         REBOOTS.load(Ordering::Relaxed),
         POWER_CUTS.load(Ordering::Relaxed),
         PERSIST_PHASES.load(Ordering::Relaxed)
@@ -477,6 +526,10 @@ fn random_syscalls_never_panic_and_keep_every_tree_invariant() {
     assert!(
         n >= 100_000,
         "the fuzzer must issue at least 100,000 syscalls, issued {n}"
+    );
+    assert!(
+        fast.iter().all(|&f| f >= 100),
+        "the fuzzer must drive each fast path at least 100 times: {fast:?}"
     );
     amber_test_summary::record(&format!(
         "syscall fuzz (host, kernel/core): {figures}; no panic, documented errors only, invariants held"

@@ -290,14 +290,7 @@ fn an_overrunning_phase_is_given_up_and_everyone_runs_and_a_restore_starts_with_
     s.sys("app", Sysno::Checkpoint, [0; 6]);
     assert_eq!(s.event(CheckpointEvent::Syscall), Step::Run);
     assert!(s.k.persist_active(), "app's request starts a phase");
-    let records: Vec<(u16, Vec<u8>)> =
-        s.k.live_objects()
-            .map(|(i, _)| {
-                let mut buf = [0u8; Kernel::RECORD_MAX];
-                let n = s.k.encode_object(i, &mut buf);
-                (i, buf[..n].to_vec())
-            })
-            .collect();
+    let records = common::records(&s.k);
     s.plat.now = 3;
     assert_eq!(s.due(), Step::Run, "within its bound the phase goes on");
     assert!(s.k.persist_active());

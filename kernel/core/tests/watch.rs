@@ -11,7 +11,9 @@ use amber_core::{
     abi::{Error, Sysno, TaskState, COMMITTED_OFFSET, COMMIT_WATCH_SIZE, WATCHED_OFFSET},
     CapSpec, CheckpointEvent, Fault, FaultPolicy, Kernel, MemKind, RestoreError, Step, MAX_OBJECTS,
 };
-use common::{code, data, Sys, ALL, CODE_SIZE, DEVICE_BASE, R, RW, SHARED_BASE, TASK_SIZE, W};
+use common::{
+    code, data, records, Sys, ALL, CODE_SIZE, DEVICE_BASE, R, RW, SHARED_BASE, TASK_SIZE, W,
+};
 
 /// drv's capability slots.
 const NOTIF: u32 = 0;
@@ -113,17 +115,6 @@ fn poll(s: &mut Sys) -> u32 {
     let r = s.sys("w", Sysno::Poll, [0; 6]);
     assert_eq!(r.status(), Ok(()));
     r.r[0]
-}
-
-/// What the checkpoint manager would store: (item, record) for every live object.
-fn records(k: &Kernel) -> Vec<(u16, Vec<u8>)> {
-    k.live_objects()
-        .map(|(i, _)| {
-            let mut buf = [0u8; Kernel::RECORD_MAX];
-            let n = k.encode_object(i, &mut buf);
-            (i, buf[..n].to_vec())
-        })
-        .collect()
 }
 
 /// A power cut: a new kernel restored from `recs`, over a copy of memory.

@@ -7,10 +7,12 @@
 //! interrupts on until one can run. The lock is taken only with interrupts off (in
 //! trap handlers and between idle sleeps), so it is never contended; holding it is
 //! what lets the code below touch the kernel, the checkpoint writer and the PMP cache
-//! together, and no other lock nests inside it but the console's. `startup` brings
-//! the app up at boot and `task_memory` keeps task memory protected and tracked. None
-//! of it decides policy (who runs, who may do what, when to checkpoint):
-//! `amber_core` does.
+//! together, and no other lock nests inside it but the console's. An `ecall` is first
+//! offered to the core's fast path (`Traps::fast_syscall`), which takes no lock: no
+//! task runs while the lock is held, so a trap from a task finds it free and this
+//! trap is the system's only user. `startup` brings the app up at boot and
+//! `task_memory` keeps task memory protected and tracked. None of it decides policy
+//! (who runs, who may do what, when to checkpoint): `amber_core` does.
 
 mod startup;
 mod task_memory;
@@ -25,14 +27,15 @@ use crate::exit::ExitCode;
 use crate::kmain::fatal;
 use crate::writer::{CheckpointWriter, Written};
 use amber_ckpt::Manager;
-use amber_core::abi::Error;
+use amber_core::abi::{Error, Sysno};
 use amber_core::{
     Attempt, Cause, CheckpointEvent, Context, Fault, Halt, HaltOutcome, Kernel, Platform, Step,
     ThreadId, MAX_OBJECTS,
 };
 use amber_nvm::{CutNvm, Nvm};
+use core::ptr::NonNull;
 use log::{error, info};
-use task_memory::{PmpCache, TaskMemory};
+use task_memory::{FastMemory, PmpCache, TaskMemory};
 
 // The PMP layout fills this many entries; the board must have them.
 const _: () = assert!(Chosen::MAP.pmp_entries >= crate::pmp_layout::PMP_ENTRIES);
@@ -64,7 +67,7 @@ pub struct System {
     pmp: PmpCache,
 }
 
-static SYSTEM: spin::Mutex<System> = spin::Mutex::new(System {
+static SYSTEM: spin::mutex::SpinMutex<System> = spin::mutex::SpinMutex::new(System {
     kernel: Kernel::new(),
     writer: None,
     ticks: 0,
@@ -191,11 +194,9 @@ impl System {
 
     #[inline]
     fn task_index(&self, t: ThreadId) -> Option<usize> {
-        self.task_of_thread
-            .get(t.index())
-            .copied()
-            .flatten()
-            .map(usize::from)
+        // `% MAX_OBJECTS`: the same index (a thread's is below it), which the
+        // compiler then sees is in range.
+        self.task_of_thread[t.index() % MAX_OBJECTS].map(usize::from)
     }
 
     /// An interrupt: the board decodes it into events.
@@ -398,6 +399,34 @@ impl System {
         Chosen::exit_success()
     }
 
+    /// The fast path of the current task's `ecall` (`Kernel::fast_syscall`): the
+    /// context of the task to resume, its PMP set, or `None` having changed nothing.
+    /// What the general path would do besides the call itself is nothing here: the
+    /// core takes the call only while the checkpoint cycle has nothing to do, the
+    /// caller checked the harvest warning, the thread to run is marked dirty by the
+    /// core, and the PMP already holds the caller's regions (the general path set them
+    /// before the caller ran), so only a switch to another task programs it.
+    #[inline(always)]
+    fn fast_syscall(&mut self, caller: NonNull<Context>, nr: u32) -> Option<NonNull<Context>> {
+        if nr == Sysno::Null as u32 {
+            return self.kernel.fast_null().map(|_| caller);
+        }
+        self.fast_ipc(nr)
+    }
+
+    /// The fast path of Call and ReplyRecv (`Kernel::fast_ipc`): the context of the
+    /// task switched to, with the PMP set for it. Out of line, so that the null
+    /// syscall's path does not carry its frame.
+    #[inline(never)]
+    fn fast_ipc(&mut self, nr: u32) -> Option<NonNull<Context>> {
+        let next = self
+            .kernel
+            .fast_ipc(&mut FastMemory(&mut self.writer), nr)?;
+        // The PMP holds the caller's regions, not `next`'s (one thread per task).
+        self.switch_pmp(next);
+        Some(NonNull::from(self.kernel.context_mut(next)))
+    }
+
     /// The context of the task to run next, with the PMP set for it; `None` when no
     /// task is ready.
     fn next(&mut self) -> Option<*mut Context> {
@@ -443,6 +472,24 @@ impl TrapHandler for Traps {
             sys.next()
         };
         run(next)
+    }
+
+    fn fast_syscall(caller: NonNull<Context>, nr: u32) -> Option<NonNull<Context>> {
+        // The harvest warning is due at the first trap from its instant on: while one
+        // is pending, every syscall takes the general path, which raises it.
+        if crate::energy::warn_pending() {
+            return None;
+        }
+        debug_assert!(!SYSTEM.is_locked(), "a task ran with the system locked");
+        // SAFETY: no task runs while the lock is held (`user_trap` and
+        // `kernel_interrupt` drop their guard before they return or resume a task, and
+        // `run` and `with_system` theirs before `resume_user`), so this trap from a
+        // task finds it free, and it stays free while this runs: the kernel runs only
+        // in traps and between idle sleeps, with interrupts off on its one hart, and
+        // this path takes no lock. So this is the only reference to the system while
+        // it lives, as a guard's would be, without the interrupt masking that taking
+        // the lock costs (interrupts are off in a trap already).
+        unsafe { &mut *SYSTEM.as_mut_ptr() }.fast_syscall(caller, nr)
     }
 
     fn kernel_interrupt(cause: u32) {

@@ -4,12 +4,13 @@
 //! RAM pages read-only. It must never widen a task's access beyond what its regions
 //! and capabilities grant.
 
-use super::System;
+use super::{System, SystemNvm};
 use crate::app::{TaskImage, TASKS};
 use crate::arch::pmp;
 use crate::bootargs::MemTrack;
 use crate::pages::{PageMask, Pages, ALL_PAGES, PAGES};
 use crate::pmp_layout::{PmpImage, TorRegion, MAX_REGIONS};
+use crate::writer::CheckpointWriter;
 use amber_abi::Rights;
 use amber_core::{RegionSpec, ThreadId, UserMemory, MAX_TASKS};
 use log::error;
@@ -42,6 +43,16 @@ impl TaskMemory<'_> {
     }
 }
 
+impl TaskMemory<'_> {
+    /// [`UserMemory::write_words`] at an unaligned address, a byte at a time.
+    #[inline(never)]
+    fn write_words_bytewise(&mut self, addr: u32, words: &[u32]) {
+        for (i, w) in words.iter().enumerate() {
+            self.write(addr.wrapping_add(4 * i as u32), &w.to_le_bytes());
+        }
+    }
+}
+
 impl UserMemory for TaskMemory<'_> {
     fn read(&mut self, addr: u32, buf: &mut [u8]) {
         // SAFETY: the core checked `[addr, addr + len)` lies in a region the task may
@@ -62,6 +73,63 @@ impl UserMemory for TaskMemory<'_> {
         // two may overlap (a shared memory object), which `copy` allows.
         unsafe { core::ptr::copy(from as *const u8, to as *mut u8, len as usize) }
     }
+
+    // Aligned words are loaded and stored whole. Unaligned ones go through the trait's
+    // bytes, out of line: inlined, the compiler would serve both cases with the
+    // byte-wise accesses, which are right for both.
+    fn read_word(&mut self, addr: u32) -> u32 {
+        // SAFETY: as in `read`, for 4 bytes at an aligned address (RISC-V is
+        // little-endian, as the word is).
+        unsafe { (addr as *const u32).read() }
+    }
+
+    fn write_words(&mut self, addr: u32, words: &[u32]) {
+        if !addr.is_multiple_of(4) {
+            return self.write_words_bytewise(addr, words);
+        }
+        self.mark(addr, 4 * words.len() as u32);
+        let at = addr as *mut u32;
+        for (i, w) in words.iter().enumerate() {
+            // SAFETY: as in `write`, for `4 * words.len()` bytes at an aligned address;
+            // volatile, so that the few words are not made a `memcpy` call.
+            unsafe { at.add(i).write_volatile(*w) };
+        }
+    }
+}
+
+/// Task memory for the syscall fast path, which needs no machine: [`TaskMemory`], with
+/// the dirty masks found only when the kernel writes (a message of register words
+/// alone writes nothing, and the null syscall reads nothing).
+pub(super) struct FastMemory<'a>(pub(super) &'a mut Option<CheckpointWriter<SystemNvm>>);
+
+impl FastMemory<'_> {
+    fn task(&mut self) -> TaskMemory<'_> {
+        TaskMemory {
+            dirty: self.0.as_mut().map(|w| &mut w.mem_dirty),
+        }
+    }
+}
+
+impl UserMemory for FastMemory<'_> {
+    fn read(&mut self, addr: u32, buf: &mut [u8]) {
+        TaskMemory { dirty: None }.read(addr, buf)
+    }
+
+    fn write(&mut self, addr: u32, data: &[u8]) {
+        self.task().write(addr, data)
+    }
+
+    fn copy(&mut self, from: u32, to: u32, len: u32) {
+        self.task().copy(from, to, len)
+    }
+
+    fn read_word(&mut self, addr: u32) -> u32 {
+        TaskMemory { dirty: None }.read_word(addr)
+    }
+
+    fn write_words(&mut self, addr: u32, words: &[u32]) {
+        self.task().write_words(addr, words)
+    }
 }
 
 /// What a PMP image was computed for: the task, the kernel's memory epoch, which of its
@@ -69,11 +137,11 @@ impl UserMemory for TaskMemory<'_> {
 /// rewritten only when one of them changes.
 type PmpKey = (ThreadId, u32, PageMask, bool);
 
-/// What the PMP holds, and the last image computed for each task: a task switch
-/// between tasks whose layouts did not change only rewrites the CSRs (of those, only
-/// the ones the image uses: `arch::pmp::write`).
+/// The last image computed for each task, and which of them the PMP holds (`None`:
+/// none of them): a task switch between tasks whose layouts did not change only
+/// rewrites the CSRs (of those, only the ones the image uses: `arch::pmp::write`).
 pub(super) struct PmpCache {
-    current: Option<PmpKey>,
+    current: Option<usize>,
     images: [Option<(PmpKey, PmpImage)>; MAX_TASKS],
 }
 
@@ -100,7 +168,8 @@ impl System {
         if w.memtrack != MemTrack::Protect || !pages.contains(addr) || clean == 0 {
             return false;
         }
-        let split = self.pmp.current.is_some_and(|(_, _, _, split)| split);
+        let held = self.pmp.current.and_then(|i| self.pmp.images[i]);
+        let split = held.is_some_and(|((_, _, _, split), _)| split);
         let touched = if split {
             pages.touched(addr, 4)
         } else {
@@ -118,27 +187,51 @@ impl System {
     /// protection on, clean pages of the task's RAM are mapped read-only so that the
     /// first store to each traps. When the pages do not fit beside the task's other
     /// regions, the RAM is mapped whole (writable only once every page is dirty).
+    #[inline(always)]
     pub(super) fn program_pmp(&mut self, t: ThreadId) {
+        self.set_pmp(t, true)
+    }
+
+    /// [`System::program_pmp`] for a switch to `t` from another task, whose regions
+    /// the PMP holds.
+    #[inline(always)]
+    pub(super) fn switch_pmp(&mut self, t: ThreadId) {
+        self.set_pmp(t, false)
+    }
+
+    /// [`System::program_pmp`], looking first whether the PMP holds `t`'s regions
+    /// already when `maybe_current`.
+    #[inline(always)]
+    fn set_pmp(&mut self, t: ThreadId, maybe_current: bool) {
         let index = self.task_index(t);
         let writable = match (self.writer.as_ref(), index) {
             (Some(w), Some(i)) if w.memtrack == MemTrack::Protect => w.mem_dirty[i],
             _ => ALL_PAGES,
         };
-        let k = &self.kernel;
-        let epoch = k.memory_epoch();
+        let epoch = self.kernel.memory_epoch();
         // The split depends only on the task's regions, which change only with the epoch.
-        let same = |key: &PmpKey| (key.0, key.1, key.2) == (t, epoch, writable);
-        if self.pmp.current.as_ref().is_some_and(same) {
-            return;
-        }
-        // A task switch back to a task whose layout has not changed: reuse its image.
-        if let Some(Some((key, image))) = index.map(|i| &self.pmp.images[i]) {
-            if same(key) {
-                pmp::write(image);
-                self.pmp.current = Some(*key);
-                return;
+        if let Some(i) = index {
+            if let Some((key, image)) = &self.pmp.images[i] {
+                if (key.0, key.1, key.2) == (t, epoch, writable) {
+                    // A task switch back to a task whose layout has not changed: reuse
+                    // its image.
+                    if !(maybe_current && self.pmp.current == Some(i)) {
+                        pmp::write(image);
+                        self.pmp.current = Some(i);
+                    }
+                    return;
+                }
             }
         }
+        self.lay_out_pmp(t, index, writable, epoch);
+    }
+
+    /// Computes, writes and keeps the PMP image of `t` (task `index`) for its regions
+    /// at `epoch`, with the RAM pages `writable`. Out of line: the common switch
+    /// reuses a kept image.
+    #[inline(never)]
+    fn lay_out_pmp(&mut self, t: ThreadId, index: Option<usize>, writable: PageMask, epoch: u32) {
+        let k = &self.kernel;
         let ram = index.map(|i| TASKS[i].ram);
         let pages = index.map(|i| pages(&TASKS[i]));
         let own_ram = |r: &RegionSpec| ram == Some((r.base, r.len));
@@ -181,7 +274,7 @@ impl System {
         }
         let image = PmpImage::layout(&regions).unwrap_or(PmpImage::EMPTY);
         pmp::write(&image);
-        self.pmp.current = Some(key);
+        self.pmp.current = index;
         if let Some(i) = index {
             self.pmp.images[i] = Some((key, image));
         }

@@ -78,16 +78,23 @@ impl IpcDesc {
     /// Decodes the nine little-endian words.
     pub fn from_bytes(b: &[u8; IPC_DESC_SIZE as usize]) -> IpcDesc {
         let w = |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+        IpcDesc::from_words([w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7), w(8)])
+    }
+
+    /// The descriptor of the nine words `w`, in the order of the table.
+    pub fn from_words(w: [u32; IPC_DESC_SIZE as usize / 4]) -> IpcDesc {
+        let [send_ptr, send_len, send_cap, recv_ptr, recv_len, recv_slot, got_len, sent_len, got_cap] =
+            w;
         IpcDesc {
-            send_ptr: w(0),
-            send_len: w(1),
-            send_cap: w(2),
-            recv_ptr: w(3),
-            recv_len: w(4),
-            recv_slot: w(5),
-            got_len: w(6),
-            sent_len: w(7),
-            got_cap: w(8),
+            send_ptr,
+            send_len,
+            send_cap,
+            recv_ptr,
+            recv_len,
+            recv_slot,
+            got_len,
+            sent_len,
+            got_cap,
         }
     }
 
@@ -133,6 +140,7 @@ mod tests {
             got_cap: 9,
         };
         assert_eq!(IpcDesc::from_bytes(&d.to_bytes()), d);
+        assert_eq!(IpcDesc::from_words([1, 2, 3, 4, 5, 6, 7, 8, 9]), d);
         assert_eq!(d.to_bytes()[24], 7, "got_len sits at OUT_OFFSET");
     }
 }

@@ -77,7 +77,7 @@ impl fmt::Display for TaskName {
 ///
 /// Nothing in a CapGroup is derived. The root CapGroup (entry 0) is an ordinary
 /// record.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CapGroup {
     /// Name, for the console and fault reports.
     pub name: TaskName,

@@ -47,7 +47,7 @@ use crate::{
 /// One arena entry. Entries are fixed-size by design (no allocator, no `Box`), so the
 /// size difference between variants is the price of a flat, checkpointable arena.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Object {
     /// Unused entry.
     Free,
@@ -99,7 +99,7 @@ impl DirtySet {
 
     #[inline]
     fn mark(&mut self, id: ObjId) {
-        let i = id.index();
+        let i = id.slot();
         self.0[i / 32] |= 1 << (i % 32);
     }
 
@@ -126,7 +126,7 @@ impl DirtySet {
 
 /// The object entries and their dirty bits. The entries are private: every change
 /// goes through a method here that marks the entry dirty.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Arena {
     entries: [Object; MAX_OBJECTS],
     dirty: DirtySet,
@@ -142,6 +142,10 @@ impl Arena {
     }
 
     /// The entry for `id` (ids are always in range by construction). Never marks.
+    /// Indexed by `index`, not `slot` (the same number): measured, the bank app's
+    /// checkpoint pause is 21 instructions shorter so, the ESP32-C3 kernel text 928
+    /// bytes longer (bounds checks that never fail); which call sites make the
+    /// difference was not traced.
     #[inline]
     pub(crate) fn get(&self, id: ObjId) -> &Object {
         &self.entries[id.index()]
@@ -151,7 +155,17 @@ impl Arena {
     #[inline]
     pub(crate) fn get_mut(&mut self, id: ObjId) -> &mut Object {
         self.dirty.mark(id);
-        &mut self.entries[id.index()]
+        &mut self.entries[id.slot()]
+    }
+
+    /// The distinct entries `a` and `b`, mutably: the guard for two at once. Marks both
+    /// dirty. `None` when `a` is `b`.
+    #[inline]
+    pub(crate) fn get_two_mut(&mut self, a: ObjId, b: ObjId) -> Option<[&mut Object; 2]> {
+        let both = self.entries.get_disjoint_mut([a.slot(), b.slot()]).ok()?;
+        self.dirty.mark(a);
+        self.dirty.mark(b);
+        Some(both)
     }
 
     /// Replaces entry `id` (allocation, freeing, restore). Marks `id` dirty.

@@ -80,7 +80,7 @@ pub(crate) enum ThreadState {
 /// is exactly what a committed checkpoint makes of it (it keeps its `seq`), so
 /// after a restore it resumes as if the checkpoint it waited for had succeeded; it is
 /// in that checkpoint.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Thread {
     /// Saved user registers; the trap code reads and writes them in place.
     pub ctx: Context,

@@ -9,10 +9,29 @@ use crate::{
     abi::{Error, ObjKind, Rights, WatchFlags},
     ids::{ObjId, Slot, ThreadId},
     kernel::Kernel,
-    obj::{Cap, CapRef, Object},
+    obj::{Cap, CapGroup, CapRef, Object},
     spec::{MemKind, RegionSpec},
     MAX_REGIONS, SLOTS,
 };
+
+/// Whether region `r` lets a task access `[ptr, ptr + len)` with `need` (never in
+/// device memory). The range test first: it is what tells regions apart.
+#[inline]
+fn allows(r: &RegionSpec, ptr: u32, len: u32, need: Rights) -> bool {
+    r.contains(ptr, len) && r.rights.contains(need) && r.kind != MemKind::Device
+}
+
+/// Whether the own regions of group `g` (its memory from boot, not its memory
+/// capabilities) let it access `[ptr, ptr + len)` with `need`; zero length always
+/// may. The first step of [`Kernel::check_user`], and all the fast paths look at.
+#[inline]
+pub(crate) fn own_regions_allow(g: &CapGroup, ptr: u32, len: u32, need: Rights) -> bool {
+    len == 0
+        || g.regions
+            .iter()
+            .flatten()
+            .any(|r| allows(r, ptr, len, need))
+}
 
 impl Kernel {
     /// What PMP must allow for thread `t`: its own regions, then one region per MemObj
@@ -70,17 +89,14 @@ impl Kernel {
         if ptr.checked_add(len - 1).is_none() {
             return Err(Error::BadPointer);
         }
-        let fits = |r: &RegionSpec| {
-            r.kind != MemKind::Device && r.rights.contains(need) && r.contains(ptr, len)
-        };
         // The group's own regions come first in `regions` (and never exceed its cap):
         // a buffer in the task's own RAM, the common case, is found without walking
         // the capability slots.
-        let own = self.group(self.thread(t).group).map(|g| &g.regions);
-        if own.is_some_and(|own| own.iter().flatten().any(fits)) {
+        let group = self.group(self.thread(t).group);
+        if group.is_some_and(|g| own_regions_allow(g, ptr, len, need)) {
             return Ok(());
         }
-        if self.regions(t).any(|r| fits(&r)) {
+        if self.regions(t).any(|r| allows(&r, ptr, len, need)) {
             Ok(())
         } else {
             Err(Error::BadPointer)
@@ -128,6 +144,16 @@ impl Kernel {
             return Err(Error::NoRights);
         }
         Ok((at, cap))
+    }
+
+    /// For the fast paths: the endpoint capability in slot `raw` of group `g`, if it
+    /// holds `need`; [`Kernel::lookup`]'s checks without its errors (a refusal is
+    /// left to the general path, which names it).
+    #[inline]
+    pub(crate) fn endpoint_cap(&self, g: ObjId, raw: u32, need: Rights) -> Option<Cap> {
+        let cap = (*self.group(g)?.slots.get(usize::try_from(raw).ok()?)?)?;
+        let endpoint = matches!(self.obj(cap.obj), Object::Endpoint(_));
+        (endpoint && cap.rights.contains(need)).then_some(cap)
     }
 
     /// Checks that `raw` names an empty slot of thread `t`'s group.

@@ -8,17 +8,25 @@
 //! queues are derived from thread states, oldest first. This file must never write to a
 //! task's memory before both sides validated.
 //!
+//! The fast path of Call and ReplyRecv ([`Kernel::fast_ipc`], as seL4's fastpath)
+//! covers a client calling a server that waits and the server's answer: the partner
+//! waits already, no capability moves, and the partner is the thread the scheduler
+//! picks next, so the message goes across and the partner runs at once. It checks
+//! everything first (buffers against the tasks' own regions only) and then changes
+//! state as the general path would, in its order, or changes nothing.
+//!
 //! Invariants kept here:
 //! - A thread blocked in `Reply { server }` is the `reply_to` of `server`, and a
 //!   `reply_to` always names a thread blocked waiting for that server's reply.
 //! - A transferred capability is recorded as derived from the sender's.
 
+use super::access::own_regions_allow;
 use super::outcome::{Outcome, Results};
 use crate::{
-    abi::{Error, IpcDesc, ObjKind, Rights, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT},
-    ids::ThreadId,
+    abi::{Error, IpcDesc, ObjKind, Rights, Sysno, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT},
+    ids::{ObjId, ThreadId},
     kernel::Kernel,
-    obj::{Block, Cap, CapRef, ThreadState},
+    obj::{Block, Cap, CapGroup, CapRef, ThreadState},
     platform::UserMemory,
 };
 
@@ -70,6 +78,27 @@ impl RecvPart {
     };
 }
 
+/// The descriptor at `ptr` (checked): the six words the kernel reads, a word at a
+/// time where it is word aligned (the kernel's outputs are not read).
+#[inline]
+fn read_desc_words(mem: &mut dyn UserMemory, ptr: u32) -> IpcDesc {
+    if !ptr.is_multiple_of(4) {
+        let mut b = [0u8; IPC_DESC_SIZE as usize];
+        mem.read(ptr, &mut b);
+        return IpcDesc::from_bytes(&b);
+    }
+    let mut w = |i: u32| mem.read_word(ptr.wrapping_add(4 * i));
+    IpcDesc::from_words([w(0), w(1), w(2), w(3), w(4), w(5), 0, 0, 0])
+}
+
+/// For the fast paths: the descriptor at `desc` of a thread of group `g`, if `g`'s own
+/// regions let it read and write it (the general path looks further).
+#[inline(always)]
+fn fast_desc(mem: &mut dyn UserMemory, g: &CapGroup, desc: u32) -> Option<IpcDesc> {
+    own_regions_allow(g, desc, IPC_DESC_SIZE, Rights::READ | Rights::WRITE)
+        .then(|| read_desc_words(mem, desc))
+}
+
 /// The receiver's results for `words`: a1..a4, and the badge in a5 when given.
 fn message([w0, w1, w2, w3]: [u32; 4], badge: Option<u32>) -> Results {
     match badge {
@@ -88,9 +117,7 @@ impl Kernel {
         need: Rights,
     ) -> Result<IpcDesc, Error> {
         self.check_user(t, ptr, IPC_DESC_SIZE, need)?;
-        let mut b = [0u8; IPC_DESC_SIZE as usize];
-        mem.read(ptr, &mut b);
-        Ok(IpcDesc::from_bytes(&b))
+        Ok(read_desc_words(mem, ptr))
     }
 
     /// Validates the message thread `t` sends (words a1..a4, descriptor a5). Inlined,
@@ -178,6 +205,20 @@ impl Kernel {
                 Some((from, cap, dst))
             }
         };
+        self.move_bytes(mem, sp, rp, transfer);
+        Ok(message(sp.words, badge))
+    }
+
+    /// The delivery itself, once nothing can refuse it: the bytes, the capability
+    /// `transfer` names (from, what, to), the receiver's descriptor words.
+    #[inline(always)]
+    fn move_bytes(
+        &mut self,
+        mem: &mut dyn UserMemory,
+        sp: SendPart,
+        rp: RecvPart,
+        transfer: Option<(CapRef, Cap, CapRef)>,
+    ) {
         let n = sp.len.min(rp.len).min(MAX_MSG_BYTES);
         if n > 0 {
             mem.copy(sp.ptr, rp.ptr, n);
@@ -193,15 +234,13 @@ impl Kernel {
         }
         if rp.desc != 0 {
             let got_cap = u32::from(transfer.is_some());
-            let mut out = [0u8; 12];
-            for (chunk, w) in out.chunks_exact_mut(4).zip([n, sp.len, got_cap]) {
-                chunk.copy_from_slice(&w.to_le_bytes());
-            }
             // In range: recv_part checked all IPC_DESC_SIZE bytes at `desc`, and
             // OUT_OFFSET + 12 == IPC_DESC_SIZE.
-            mem.write(rp.desc.wrapping_add(IpcDesc::OUT_OFFSET), &out);
+            mem.write_words(
+                rp.desc.wrapping_add(IpcDesc::OUT_OFFSET),
+                &[n, sp.len, got_cap],
+            );
         }
-        Ok(message(sp.words, badge))
     }
 
     /// `Send` / `Call` on endpoint slot a0: needs WRITE. Delivers to the oldest waiting
@@ -295,8 +334,7 @@ impl Kernel {
         };
         self.drop_reply(t);
         loop {
-            let Some(s) =
-                self.oldest_blocked(|b| matches!(b, Block::Send { ep: e, .. } if e == ep))
+            let Some(s) = self.oldest_sender(|b| matches!(b, Block::Send { ep: e, .. } if e == ep))
             else {
                 self.block(t, Block::Recv { ep });
                 return Outcome::Blocked;
@@ -397,6 +435,128 @@ impl Kernel {
             return Outcome::err(e);
         }
         self.recv(mem, t, read)
+    }
+
+    /// [`Kernel::fast_syscall`] for `Call` and `ReplyRecv` (syscall `nr`) by the
+    /// current thread; `None`, having changed nothing, for any other call and whenever
+    /// the general path might do anything else:
+    /// - `Call`: a receiver waits on the endpoint; the message goes to the oldest, which
+    ///   then owes the caller the reply and runs, while the caller waits for it
+    ///   ([`Kernel::sys_send`]);
+    /// - `ReplyRecv`: the caller owes a reply and no sender waits on the endpoint; the
+    ///   reply goes to the thread it is owed to, which runs, and the caller waits on
+    ///   the endpoint ([`Kernel::sys_reply_recv`]);
+    /// - either way nothing is refused (capability, descriptors, buffers, on both
+    ///   sides), no capability is sent, and the partner is the thread the scheduler
+    ///   picks next: no other thread is ready at its priority or a more urgent one,
+    ///   and no persist phase runs (nor is a checkpoint asked for). Returns the
+    ///   partner.
+    #[inline]
+    pub fn fast_ipc(&mut self, mem: &mut dyn UserMemory, nr: u32) -> Option<ThreadId> {
+        if self.cycle.busy() {
+            return None;
+        }
+        self.fast_ipc_of(mem, self.current?, nr)
+    }
+
+    /// [`Kernel::fast_ipc`] by `t`, the current thread. Out of line: compiled here,
+    /// where the syscall paths are built for speed, not where the glue calls it.
+    #[inline(never)]
+    fn fast_ipc_of(&mut self, mem: &mut dyn UserMemory, t: ThreadId, nr: u32) -> Option<ThreadId> {
+        let th = self.thread(t);
+        let ctx = &th.ctx;
+        let (slot, desc) = (ctx.arg(0), ctx.arg(5));
+        let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
+        let (group, priority) = (th.group, th.priority);
+        let owed = if nr == Sysno::Call as u32 {
+            None
+        } else if nr == Sysno::ReplyRecv as u32 {
+            Some(th.reply_to?)
+        } else {
+            return None;
+        };
+        let need = if owed.is_none() {
+            Rights::WRITE
+        } else {
+            Rights::READ
+        };
+        let cap = self.endpoint_cap(group, slot, need)?;
+        let ep = cap.obj;
+        let sp = match desc {
+            0 => SendPart::words(words),
+            desc => self.fast_own_part(mem, group, words, desc)?,
+        };
+        let (r, badge, block) = match owed {
+            None => {
+                let r = self.oldest_blocked(|b| b == Block::Recv { ep })?;
+                (r, Some(cap.badge), Block::Reply { server: r })
+            }
+            Some(c) => {
+                if self.any_sender(|b| matches!(b, Block::Send { ep: e, .. } if e == ep)) {
+                    return None;
+                }
+                (c, None, Block::Recv { ep })
+            }
+        };
+        let partner = self.thread(r);
+        if !self
+            .sched_index
+            .none_ready_up_to(partner.priority, t.index(), priority)
+        {
+            return None;
+        }
+        let rp = match partner.ctx.arg(5) {
+            0 => RecvPart::NONE,
+            desc => self.fast_recv_part(mem, partner.group, desc)?,
+        };
+        // Nothing can refuse the delivery from here (no capability moves).
+        self.move_bytes(mem, sp, rp, None);
+        self.hand_over(t, block, r, message(words, badge), owed.is_none());
+        Some(r)
+    }
+
+    /// For the fast paths: the message a thread of group `g` sends (`words`,
+    /// descriptor at `desc`), with the descriptor read once and both of its halves
+    /// checked (the caller of `Call` and of `ReplyRecv` receives through it too),
+    /// against the group's own regions only. `None` when the general path might
+    /// decide otherwise: anything refused, a buffer elsewhere, a capability sent or a
+    /// slot to receive one.
+    fn fast_own_part(
+        &self,
+        mem: &mut dyn UserMemory,
+        g: ObjId,
+        words: [u32; 4],
+        desc: u32,
+    ) -> Option<SendPart> {
+        let g = self.group(g)?;
+        let d = fast_desc(mem, g, desc)?;
+        let ok = d.send_cap == NO_SLOT
+            && d.recv_slot == NO_SLOT
+            && d.send_len <= MAX_MSG_BYTES
+            && own_regions_allow(g, d.send_ptr, d.send_len, Rights::READ)
+            && own_regions_allow(g, d.recv_ptr, d.recv_len, Rights::WRITE);
+        ok.then_some(SendPart {
+            words,
+            ptr: d.send_ptr,
+            len: d.send_len,
+            cap: None,
+        })
+    }
+
+    /// For the fast paths: where a waiting thread of group `g` receives, through its
+    /// descriptor at `desc` ([`Kernel::recv_part`], against the group's own regions
+    /// only, and without a slot to receive a capability into).
+    fn fast_recv_part(&self, mem: &mut dyn UserMemory, g: ObjId, desc: u32) -> Option<RecvPart> {
+        let g = self.group(g)?;
+        let d = fast_desc(mem, g, desc)?;
+        let ok =
+            d.recv_slot == NO_SLOT && own_regions_allow(g, d.recv_ptr, d.recv_len, Rights::WRITE);
+        ok.then_some(RecvPart {
+            desc,
+            ptr: d.recv_ptr,
+            len: d.recv_len,
+            slot: None,
+        })
     }
 
     /// Forgets the reply `t` owes, waking that caller with `PeerGone`.

@@ -19,6 +19,7 @@ use crate::{
 fn listed(state: ThreadState) -> Listed {
     match state {
         ThreadState::Ready => Listed::Ready,
+        ThreadState::Blocked(Block::Send { .. }) => Listed::Sending,
         ThreadState::Blocked(_) => Listed::Blocked,
         ThreadState::Exited => Listed::Neither,
     }
@@ -95,9 +96,33 @@ impl Kernel {
 
     /// The oldest thread whose block matches `f`: the head of a derived wait queue.
     pub(crate) fn oldest_blocked(&self, f: impl Fn(Block) -> bool) -> Option<ThreadId> {
-        threads_in(self.sched_index.blocked())
-            .filter(|&t| matches!(self.thread(t).state, ThreadState::Blocked(b) if f(b)))
-            .min_by_key(|&t| self.thread(t).seq)
+        self.oldest_in(self.sched_index.blocked(), f)
+    }
+
+    /// [`Kernel::oldest_blocked`] among the threads that wait to send (whose block is a
+    /// `Send`): the head of an endpoint's queue of senders.
+    pub(crate) fn oldest_sender(&self, f: impl Fn(Block) -> bool) -> Option<ThreadId> {
+        self.oldest_in(self.sched_index.sending(), f)
+    }
+
+    /// The oldest thread of `set` whose block matches `f`.
+    fn oldest_in(&self, set: IndexSet, f: impl Fn(Block) -> bool) -> Option<ThreadId> {
+        let mut oldest: Option<(ThreadId, u64)> = None;
+        for t in threads_in(set) {
+            let th = self.thread(t);
+            let waits = matches!(th.state, ThreadState::Blocked(b) if f(b));
+            if waits && oldest.is_none_or(|(_, seq)| th.seq < seq) {
+                oldest = Some((t, th.seq));
+            }
+        }
+        oldest.map(|(t, _)| t)
+    }
+
+    /// Whether some thread waiting to send matches `f` (a queue of senders is not
+    /// empty).
+    pub(crate) fn any_sender(&self, f: impl Fn(Block) -> bool) -> bool {
+        threads_in(self.sched_index.sending())
+            .any(|t| matches!(self.thread(t).state, ThreadState::Blocked(b) if f(b)))
     }
 
     /// Chooses `current`: the most urgent ready thread, and among equals the one ready
@@ -129,6 +154,53 @@ impl Kernel {
                 .filter(|&t| eligible(t))
                 .min_by_key(|&t| self.thread(t).seq)
         })
+    }
+
+    /// The fast path's hand-over (`ops/ipc.rs`): `t`, the current thread, has made
+    /// its syscall (its pc moves past the `ecall`) and blocks on `b`, which is not a
+    /// `Send`; `r`, blocked but not sending, is woken with `res` as the results of its
+    /// call and runs. When `r_owes_t`, `r` owes `t` the reply (a Call), else `t` owes
+    /// nothing any more (it replied). The same as [`Kernel::wake`] of `r`,
+    /// [`Kernel::block`] of `t` and [`Kernel::schedule`], in that order, where `r` is
+    /// what `schedule` picks (no other thread is ready at its priority or a more urgent
+    /// one, outside a persist phase), in fewer steps: both threads are looked up at
+    /// once and the scheduler's index moves both at once.
+    #[inline(always)]
+    pub(crate) fn hand_over(
+        &mut self,
+        t: ThreadId,
+        b: Block,
+        r: ThreadId,
+        res: Results,
+        r_owes_t: bool,
+    ) {
+        // `next_seq` twice (it saturates); while the low word does not carry, in it
+        // alone (RV32 adds a u64 in two words).
+        let (s1, s2) = if (self.seq as u32) < u32::MAX - 1 {
+            let high = self.seq & !u64::from(u32::MAX);
+            let low = self.seq as u32;
+            (high | u64::from(low + 1), high | u64::from(low + 2))
+        } else {
+            let s1 = self.seq.saturating_add(1);
+            (s1, s1.saturating_add(1))
+        };
+        self.seq = s2;
+        let [rt, tt] = self.threads_mut(r, t);
+        write_results(&mut rt.ctx.regs, Ok(res));
+        rt.state = ThreadState::Ready;
+        rt.seq = s1;
+        tt.ctx.pc = tt.ctx.pc.wrapping_add(4);
+        tt.state = ThreadState::Blocked(b);
+        tt.seq = s2;
+        if r_owes_t {
+            rt.reply_to = Some(t);
+        } else {
+            tt.reply_to = None;
+        }
+        let (pr, pt) = (rt.priority, tt.priority);
+        self.sched_index.hand_over(r.index(), pr, t.index(), pt);
+        self.sched_changes = self.sched_changes.wrapping_add(2);
+        self.current = Some(r);
     }
 
     /// Round robin: the running thread goes to the back of its priority, then the most

@@ -3,6 +3,13 @@
 //! who may run. Each call's checks
 //! live with its object type; this file must never touch user memory or capabilities
 //! itself, only route.
+//!
+//! The fast path ([`Kernel::fast_syscall`]) routes the three calls whose cost matters
+//! most (Null, and Call and ReplyRecv between a client and a waiting server) past the
+//! general dispatch, the checkpoint cycle and the scheduler's pick, when a cheap test
+//! shows they would change nothing of what those do; it must either end the call
+//! exactly as [`Kernel::syscall`] and the cycle would, or change nothing at all (the
+//! host tests compare the two on copies of one state).
 
 use super::outcome::{write_results, Outcome, Results};
 use crate::{
@@ -47,6 +54,45 @@ impl Kernel {
         if self.sched_changes != changes || phase || self.persist_active() {
             self.schedule();
         }
+    }
+
+    /// The fast path of the current thread's `ecall` (its registers saved in its
+    /// context; `nr` is its a7, as saved there, which the glue still holds in a
+    /// register), for the glue to try before [`Kernel::syscall`]: Null; Call to a
+    /// receiver waiting on the endpoint; ReplyRecv that gives the reply owed and then
+    /// waits, no sender being queued (see `ops/ipc.rs` for what each needs). Returns
+    /// the thread to run, now [`Kernel::current`], having done exactly what
+    /// [`Kernel::syscall`] and then [`Kernel::checkpoint_event`] with
+    /// [`CheckpointEvent::Syscall`] would have done (the latter: nothing, since neither
+    /// a checkpoint request nor a persist phase is pending). `None`: nothing changed,
+    /// take the general path. The thread returned is marked dirty (it is about to run),
+    /// as [`Kernel::context_mut`] would.
+    ///
+    /// It is [`Kernel::fast_null`] for Null and [`Kernel::fast_ipc`] for the others,
+    /// which the glue may call apart (so that the null syscall's path does not carry
+    /// the IPC path's frame).
+    ///
+    /// [`CheckpointEvent::Syscall`]: crate::CheckpointEvent::Syscall
+    pub fn fast_syscall(&mut self, nr: u32, mem: &mut dyn UserMemory) -> Option<ThreadId> {
+        if nr == Sysno::Null as u32 {
+            self.fast_null()
+        } else {
+            self.fast_ipc(mem, nr)
+        }
+    }
+
+    /// [`Kernel::fast_syscall`] for Null: success, and the caller runs on (outside a
+    /// persist phase and with no checkpoint asked for, as every fast path).
+    #[inline]
+    pub fn fast_null(&mut self) -> Option<ThreadId> {
+        if self.cycle.busy() {
+            return None;
+        }
+        let t = self.current?;
+        let ctx = &mut self.thread_mut(t).ctx;
+        ctx.regs[reg::A0] = 0;
+        ctx.pc = ctx.pc.wrapping_add(4);
+        Some(t)
     }
 
     fn dispatch(

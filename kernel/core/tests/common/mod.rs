@@ -229,6 +229,16 @@ pub struct Sys {
     pub version: u64,
 }
 
+thread_local! {
+    /// Syscalls the fast path took on this test's thread ([`Sys::fast_syscall`]).
+    static FAST_TAKEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many syscalls the fast path has taken in this test so far.
+pub fn fast_taken() -> u64 {
+    FAST_TAKEN.with(|n| n.get())
+}
+
 /// A periodic checkpoint at every tick, persist phases given up after `timeout` ticks.
 pub fn every_tick(timeout: u64, committed: u64) -> CheckpointConfig {
     CheckpointConfig {
@@ -347,16 +357,75 @@ impl Sys {
         self.sys_raw(name, nr as u32, args)
     }
 
-    /// As [`Sys::sys`] with a raw syscall number.
+    /// As [`Sys::sys`] with a raw syscall number. The fast path is tried first, as
+    /// the device's glue does, and held to the general one ([`Sys::fast_syscall`]).
     pub fn sys_raw(&mut self, name: &str, nr: u32, args: [u32; 6]) -> Ret {
         self.switch_to(name);
         let t = self.tid(name);
         let ctx = self.k.context_mut(t);
         ctx.regs[17] = nr;
         ctx.regs[10..16].copy_from_slice(&args);
-        self.k.syscall(&mut self.mem, &mut self.plat);
+        if !self.fast_syscall() {
+            self.k.syscall(&mut self.mem, &mut self.plat);
+        }
         self.k.check_invariants().unwrap_or_else(|v| panic!("{v}"));
         self.regs(name)
+    }
+
+    /// Tries the fast path on the current thread's syscall (its registers set), held
+    /// to the general path on a copy of the same state: when it takes the call, the
+    /// copy's general path (the syscall, then the checkpoint cycle told of it, which
+    /// must say to run on) must leave the very same kernel (every thread, context,
+    /// index, reply binding, dirty mark) and memory, and the thread to run must be
+    /// current and marked dirty; when it declines, nothing may have changed. Returns
+    /// whether it took the call (then the general path must not run).
+    pub fn fast_syscall(&mut self) -> bool {
+        let before = self.k.clone();
+        let mem_before = self.mem.bytes.clone();
+        let nr = self.k.current().map_or(0, |t| self.k.context(t).regs[17]);
+        let Some(next) = self.k.fast_syscall(nr, &mut self.mem) else {
+            assert_same(
+                &before,
+                &self.k,
+                "a fast path that declined changed the kernel",
+            );
+            assert!(
+                mem_before == self.mem.bytes,
+                "a fast path that declined wrote task memory"
+            );
+            return false;
+        };
+        assert_eq!(self.k.current(), Some(next), "the fast path runs its pick");
+        assert!(
+            self.k.is_dirty(next.index() as u16),
+            "the thread the fast path runs is marked dirty: it runs and changes"
+        );
+        let mut slow = Sys {
+            k: before,
+            mem: FakeMem {
+                bytes: mem_before,
+                oracle: self.mem.oracle.clone(),
+            },
+            plat: self.plat.clone(),
+            version: self.version,
+        };
+        slow.k.syscall(&mut slow.mem, &mut slow.plat);
+        assert_eq!(
+            slow.event(CheckpointEvent::Syscall),
+            Step::Run,
+            "the fast path ran where the checkpoint cycle had work"
+        );
+        assert_same(
+            &slow.k,
+            &self.k,
+            "the fast path and the general path differ",
+        );
+        assert!(
+            slow.mem.bytes == self.mem.bytes,
+            "the fast path and the general path left different task memory"
+        );
+        FAST_TAKEN.with(|n| n.set(n.get() + 1));
+        true
     }
 
     /// a0..a5 of task `name` now.
@@ -376,6 +445,35 @@ impl Sys {
         self.k.tick(&mut self.plat);
         self.k.check_invariants().unwrap_or_else(|v| panic!("{v}"));
     }
+}
+
+/// What the checkpoint manager would store: (item, record) for every live object.
+pub fn records(k: &Kernel) -> Vec<(u16, Vec<u8>)> {
+    k.live_objects()
+        .map(|(i, _)| {
+            let mut buf = [0u8; Kernel::RECORD_MAX];
+            let n = k.encode_object(i, &mut buf);
+            assert!(n > 0, "a live object has a record");
+            (i, buf[..n].to_vec())
+        })
+        .collect()
+}
+
+/// Fails with `what` and the first lines where the two kernels' states differ.
+pub fn assert_same(expected: &Kernel, got: &Kernel, what: &str) {
+    if expected == got {
+        return;
+    }
+    let (e, g) = (format!("{expected:#?}"), format!("{got:#?}"));
+    let diff: Vec<String> = e
+        .lines()
+        .zip(g.lines())
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .take(12)
+        .map(|(i, (a, b))| format!("line {i}: expected {a} got {b}"))
+        .collect();
+    panic!("{what}:\n{}", diff.join("\n"));
 }
 
 /// Short-hands for rights.

@@ -11,7 +11,10 @@
 //! - From U-mode, x1..x31 and the pc go straight into the task's `Context`, the kernel
 //!   switches to a fresh kernel stack and calls [`TrapHandler::user_trap`], which never
 //!   returns: it resumes a task ([`resume_user`]). No kernel state lives on the stack
-//!   across a return to U-mode.
+//!   across a return to U-mode. An `ecall` is first offered to
+//!   [`TrapHandler::fast_syscall`]: when it names a task to resume, the entry jumps
+//!   straight to the register restore, skipping the trap decode and `resume_user`
+//!   (the trap from U-mode left `mstatus` as `mret` to U-mode needs it).
 //! - From M-mode (boot, idle), a [`TrapFrame`] is pushed on the current stack and only
 //!   interrupts are expected ([`TrapHandler::kernel_interrupt`]); an exception in
 //!   kernel code is a broken invariant that panics.
@@ -20,6 +23,7 @@
 //! interrupted).
 
 use amber_core::{Context, Fault};
+use core::ptr::NonNull;
 use riscv::interrupt::machine::Exception;
 use riscv::register::mtvec::{self, Mtvec, TrapMode};
 use riscv::ExceptionNumber;
@@ -41,6 +45,11 @@ pub trait TrapHandler {
     /// A trap from U-mode, whose registers are saved in the running task's `Context`.
     /// Must resume a task ([`resume_user`]), on this fresh kernel stack.
     fn user_trap(trap: Trap) -> !;
+    /// An `ecall` from U-mode, whose registers are saved in `caller` (the running
+    /// task's `Context`; `nr` is its a7), before anything else: the context of the
+    /// task to resume at once, its PMP set, or `None`, having changed nothing, for
+    /// `user_trap` to handle it. Must not touch `mstatus`.
+    fn fast_syscall(caller: NonNull<Context>, nr: u32) -> Option<NonNull<Context>>;
     /// An interrupt taken while the kernel ran (booting or idle).
     fn kernel_interrupt(cause: u32);
 }
@@ -84,7 +93,17 @@ extern "C" fn entry<H: TrapHandler>() {
     csrw mscratch, zero
     la sp, _stack_top
     csrr a0, mcause
-    csrr a1, mtval
+    li a1, {ecall}
+    bne a0, a1, 2f
+    # An ecall: the fast path resumes a task (a0 = its Context) or declines (a0 = 0).
+    # a7 still holds the syscall number.
+    mv a0, t6
+    mv a1, a7
+    call {fast_syscall}
+    beqz a0, 3f
+    j _resume_user
+3:  csrr a0, mcause
+2:  csrr a1, mtval
     call {user_trap}
 
 1:  # From M-mode: restore t6 (mscratch goes back to 0) and use the current stack.
@@ -114,15 +133,18 @@ extern "C" fn entry<H: TrapHandler>() {
     mret
 "#,
         frame = const FRAME_SIZE,
+        ecall = const ECALL_FROM_U,
         kernel_trap = sym kernel_trap::<H>,
         user_trap = sym user_trap::<H>,
+        fast_syscall = sym fast_syscall::<H>,
     )
 }
 
 core::arch::global_asm!(
     r#"
     .section .text.resume, "ax"
-    # a0 = the Context to run in U-mode. mstatus.MPP must already be U and MPIE set.
+    # a0 = the Context to run in U-mode. mstatus.MPP must already be U and MPIE set
+    # (as `resume_user` sets them, and as a trap from U-mode leaves them).
     .global _resume_user
 _resume_user:
     lw t0, 128(a0)
@@ -198,6 +220,13 @@ pub unsafe fn resume_user(ctx: *mut Context) -> ! {
         riscv::register::mstatus::set_mpie();
         _resume_user(ctx)
     }
+}
+
+extern "C" fn fast_syscall<H: TrapHandler>(
+    caller: NonNull<Context>,
+    nr: u32,
+) -> Option<NonNull<Context>> {
+    H::fast_syscall(caller, nr)
 }
 
 extern "C" fn user_trap<H: TrapHandler>(mcause: usize, mtval: usize) -> ! {
