@@ -24,9 +24,7 @@ pub trait UserMemory {
     /// Writes `words` as little-endian words at `addr` (any alignment). Only called
     /// for validated ranges. A memory that can store whole words overrides this.
     fn write_words(&mut self, addr: u32, words: &[u32]) {
-        for (i, w) in words.iter().enumerate() {
-            self.write(addr.wrapping_add(4 * i as u32), &w.to_le_bytes());
-        }
+        write_words_bytewise(self, addr, words)
     }
     /// Copies `len` (at most [`MAX_MSG_BYTES`]) bytes from `from` to `to`, as if read
     /// whole and then written (the ranges may overlap). Only called for validated
@@ -38,6 +36,17 @@ pub trait UserMemory {
         };
         self.read(from, part);
         self.write(to, part);
+    }
+}
+
+/// [`UserMemory::write_words`] through [`UserMemory::write`], a word's bytes at a
+/// time: the default, and what a memory storing whole words does at an unaligned
+/// address. Out of line: inlined, the compiler would serve an aligned caller's words
+/// with these byte-wise stores too.
+#[inline(never)]
+pub fn write_words_bytewise<M: UserMemory + ?Sized>(mem: &mut M, addr: u32, words: &[u32]) {
+    for (i, w) in words.iter().enumerate() {
+        mem.write(addr.wrapping_add(4 * i as u32), &w.to_le_bytes());
     }
 }
 

@@ -12,7 +12,7 @@ use crate::pages::{PageMask, Pages, ALL_PAGES, PAGES};
 use crate::pmp_layout::{PmpImage, TorRegion, MAX_REGIONS};
 use crate::writer::CheckpointWriter;
 use amber_abi::Rights;
-use amber_core::{RegionSpec, ThreadId, UserMemory, MAX_TASKS};
+use amber_core::{write_words_bytewise, RegionSpec, ThreadId, UserMemory, MAX_TASKS};
 use log::error;
 
 fn pages(t: &TaskImage) -> Pages {
@@ -43,16 +43,6 @@ impl TaskMemory<'_> {
     }
 }
 
-impl TaskMemory<'_> {
-    /// [`UserMemory::write_words`] at an unaligned address, a byte at a time.
-    #[inline(never)]
-    fn write_words_bytewise(&mut self, addr: u32, words: &[u32]) {
-        for (i, w) in words.iter().enumerate() {
-            self.write(addr.wrapping_add(4 * i as u32), &w.to_le_bytes());
-        }
-    }
-}
-
 impl UserMemory for TaskMemory<'_> {
     fn read(&mut self, addr: u32, buf: &mut [u8]) {
         // SAFETY: the core checked `[addr, addr + len)` lies in a region the task may
@@ -74,9 +64,7 @@ impl UserMemory for TaskMemory<'_> {
         unsafe { core::ptr::copy(from as *const u8, to as *mut u8, len as usize) }
     }
 
-    // Aligned words are loaded and stored whole. Unaligned ones go through the trait's
-    // bytes, out of line: inlined, the compiler would serve both cases with the
-    // byte-wise accesses, which are right for both.
+    // Aligned words are loaded and stored whole, unaligned ones a byte at a time.
     fn read_word(&mut self, addr: u32) -> u32 {
         // SAFETY: as in `read`, for 4 bytes at an aligned address (RISC-V is
         // little-endian, as the word is).
@@ -85,7 +73,7 @@ impl UserMemory for TaskMemory<'_> {
 
     fn write_words(&mut self, addr: u32, words: &[u32]) {
         if !addr.is_multiple_of(4) {
-            return self.write_words_bytewise(addr, words);
+            return write_words_bytewise(self, addr, words);
         }
         self.mark(addr, 4 * words.len() as u32);
         let at = addr as *mut u32;
