@@ -8,7 +8,8 @@ goes below the last value a run printed as committed; a brown-out leads to one l
 checkpoint, and the next boot recovers exactly it, and so does a falling edge of the
 external comparator on ckcounter-comparator's GPIO3; the heap app resumes from a
 brown-out's checkpoint and from random cuts with both clients' heaps as they left
-them. Prints the cycle summaries and the instruction rate. Exits 1 on the first failure, saying what was seen.
+them. Prints the cycle summaries and the instruction rate. Exits 1 on the first
+failure, saying what was seen.
 """
 
 import argparse

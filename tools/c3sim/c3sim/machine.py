@@ -5,6 +5,9 @@ entry unicorn leaves to its host: for every exception (UC_HOOK_INTR) and for eve
 interrupt the matrix raises, this file sets PRIV to 3 first, then mepc, mcause, mtval,
 mstatus (MPP, MPIE, MIE), then the pc (mtvec's base; + 4·line for an interrupt in
 vectored mode). The CSRs the C3 adds (PCER/PCMR/PCCR, 0x7E0..0x7E2) are emulated here.
+Unicorn's QEMU checks PMP only when it fills a TLB entry (pmp.py): a shadow of the
+kernel's PMP writes says which U-mode stores to hook and make the access faults they
+are on the chip.
 
 Time is instructions: the CPU runs in slices of an exact instruction count (unicorn's
 `count`), one instruction is one cycle of the CPU clock SYSTEM's registers select (80
