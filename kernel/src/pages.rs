@@ -59,6 +59,7 @@ impl Pages {
     /// The pages `[addr, addr + len)` touches (empty mask when it misses the region).
     /// Computed from the first and last page it covers (no loop: the IPC copy path
     /// calls this for every buffer it writes).
+    #[inline]
     pub fn touched(&self, addr: u32, len: u32) -> PageMask {
         // The range as offsets from `base`, cut to the region, in 32-bit words.
         let len = len.max(1);

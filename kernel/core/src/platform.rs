@@ -37,6 +37,19 @@ pub trait UserMemory {
         self.read(from, part);
         self.write(to, part);
     }
+    /// A message's delivery into the receiver's memory in one call: copies `len`
+    /// bytes from `from` to `to` as [`UserMemory::copy`] does (none when `len` is 0),
+    /// then writes `out` at `out_at` as [`UserMemory::write_words`] does (none when
+    /// `out_at` is 0). Only called for validated ranges. A memory that marks the pages
+    /// the kernel writes overrides this, to find the receiver once.
+    fn deliver(&mut self, from: u32, to: u32, len: u32, out_at: u32, out: [u32; 3]) {
+        if len > 0 {
+            self.copy(from, to, len);
+        }
+        if out_at != 0 {
+            self.write_words(out_at, &out);
+        }
+    }
 }
 
 /// [`UserMemory::write_words`] through [`UserMemory::write`], a word's bytes at a

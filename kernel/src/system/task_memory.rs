@@ -30,15 +30,87 @@ impl TaskMemory<'_> {
     /// Marks the pages of the task whose RAM holds `addr` that `[addr, addr + len)`
     /// touches dirty (nothing before the checkpoint writer is set up).
     fn mark(&mut self, addr: u32, len: u32) {
+        self.mark_with(addr, len, 0, 0);
+    }
+
+    /// [`TaskMemory::mark`] of `[addr, addr + len)` and, when the task whose RAM holds
+    /// `addr` holds all of `[also, also + also_len)` too (as a message's bytes and
+    /// result words usually lie), of that range as well, finding the task once. False
+    /// when the second range was left for the caller to mark.
+    #[inline(always)]
+    fn mark_with(&mut self, addr: u32, len: u32, also: u32, also_len: u32) -> bool {
         let Some(dirty) = self.dirty.as_deref_mut() else {
-            return;
+            return true;
         };
         let owner = TASKS
             .iter()
             .zip(dirty.iter_mut())
             .find(|(t, _)| addr.wrapping_sub(t.ram.0) < t.ram.1);
-        if let Some((task, d)) = owner {
-            *d |= pages(task).touched(addr, len);
+        let Some((task, d)) = owner else {
+            return also_len == 0;
+        };
+        let (base, ram_len) = task.ram;
+        let pages = pages(task);
+        let off = also.wrapping_sub(base);
+        let holds_also = also_len > 0 && off < ram_len && also_len <= ram_len - off;
+        *d |= pages.touched(addr, len);
+        if holds_also {
+            *d |= pages.touched(also, also_len);
+        }
+        holds_also || also_len == 0
+    }
+
+    /// [`UserMemory::write_words`] without the mark (the caller made it).
+    fn store_words(&mut self, addr: u32, words: &[u32]) {
+        if !addr.is_multiple_of(4) {
+            return write_words_bytewise(self, addr, words);
+        }
+        let at = addr as *mut u32;
+        for (i, w) in words.iter().enumerate() {
+            // SAFETY: as in `write`, for `4 * words.len()` bytes at an aligned address;
+            // volatile, so that the few words are not made a `memcpy` call.
+            unsafe { at.add(i).write_volatile(*w) };
+        }
+    }
+}
+
+/// Copies `len` bytes from `from` to `to`, which may overlap: whole words, four at a
+/// time, when all three are word aligned and the copy runs forward safely (`to`
+/// before `from`, or the ranges apart), else `core::ptr::copy`. A message's bytes are
+/// few, and most are words: the word loop saves `memmove`'s sizing up.
+///
+/// # Safety
+///
+/// `[from, from + len)` must be readable and `[to, to + len)` writable memory.
+#[inline(always)]
+unsafe fn copy_words(from: u32, to: u32, len: u32) {
+    let forward = to <= from || to - from >= len;
+    if !forward || !(from | to | len).is_multiple_of(4) {
+        // SAFETY: the caller's ranges; `copy` allows them to overlap.
+        return unsafe { core::ptr::copy(from as *const u8, to as *mut u8, len as usize) };
+    }
+    let (mut src, mut dst) = (from as *const u32, to as *mut u32);
+    let end = from.wrapping_add(len) as *const u32;
+    let end4 = from.wrapping_add(len & !15) as *const u32;
+    // Volatile, so that the compiler neither calls `memcpy` for the loops nor merges
+    // them; four words are read before they are written, which a forward copy allows.
+    while src != end4 {
+        // SAFETY: the four words at `src` and `dst` lie in the caller's ranges.
+        unsafe {
+            let (w0, w1) = (src.read_volatile(), src.add(1).read_volatile());
+            let (w2, w3) = (src.add(2).read_volatile(), src.add(3).read_volatile());
+            dst.write_volatile(w0);
+            dst.add(1).write_volatile(w1);
+            dst.add(2).write_volatile(w2);
+            dst.add(3).write_volatile(w3);
+            (src, dst) = (src.add(4), dst.add(4));
+        }
+    }
+    while src != end {
+        // SAFETY: the word at `src` and `dst` lies in the caller's ranges.
+        unsafe {
+            dst.write_volatile(src.read_volatile());
+            (src, dst) = (src.add(1), dst.add(1));
         }
     }
 }
@@ -60,8 +132,24 @@ impl UserMemory for TaskMemory<'_> {
         self.mark(to, len);
         // SAFETY: the core checked that the sender may read `[from, from + len)` and the
         // receiver may write `[to, to + len)`, both RAM outside the kernel image; the
-        // two may overlap (a shared memory object), which `copy` allows.
-        unsafe { core::ptr::copy(from as *const u8, to as *mut u8, len as usize) }
+        // two may overlap (a shared memory object), which `copy_words` allows.
+        unsafe { copy_words(from, to, len) }
+    }
+
+    fn deliver(&mut self, from: u32, to: u32, len: u32, out_at: u32, out: [u32; 3]) {
+        let out_len = if out_at == 0 { 0 } else { 4 * out.len() as u32 };
+        // The receiver's task is searched for once when its bytes and words lie in it.
+        let out_marked = len > 0 && self.mark_with(to, len, out_at, out_len);
+        if !out_marked && out_len > 0 {
+            self.mark(out_at, out_len);
+        }
+        if len > 0 {
+            // SAFETY: as in `copy`.
+            unsafe { copy_words(from, to, len) };
+        }
+        if out_len > 0 {
+            self.store_words(out_at, &out);
+        }
     }
 
     // Aligned words are loaded and stored whole, unaligned ones a byte at a time.
@@ -72,16 +160,8 @@ impl UserMemory for TaskMemory<'_> {
     }
 
     fn write_words(&mut self, addr: u32, words: &[u32]) {
-        if !addr.is_multiple_of(4) {
-            return write_words_bytewise(self, addr, words);
-        }
         self.mark(addr, 4 * words.len() as u32);
-        let at = addr as *mut u32;
-        for (i, w) in words.iter().enumerate() {
-            // SAFETY: as in `write`, for `4 * words.len()` bytes at an aligned address;
-            // volatile, so that the few words are not made a `memcpy` call.
-            unsafe { at.add(i).write_volatile(*w) };
-        }
+        self.store_words(addr, words);
     }
 }
 
@@ -117,6 +197,10 @@ impl UserMemory for FastMemory<'_> {
 
     fn write_words(&mut self, addr: u32, words: &[u32]) {
         self.task().write_words(addr, words)
+    }
+
+    fn deliver(&mut self, from: u32, to: u32, len: u32, out_at: u32, out: [u32; 3]) {
+        self.task().deliver(from, to, len, out_at, out)
     }
 }
 

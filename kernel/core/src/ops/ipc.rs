@@ -209,8 +209,9 @@ impl Kernel {
         Ok(message(sp.words, badge))
     }
 
-    /// The delivery itself, once nothing can refuse it: the bytes, the capability
-    /// `transfer` names (from, what, to), the receiver's descriptor words.
+    /// The delivery itself, once nothing can refuse it: the bytes and the receiver's
+    /// descriptor words (one call of the memory), then the capability `transfer` names
+    /// (from, what, to).
     #[inline(always)]
     fn move_bytes(
         &mut self,
@@ -220,8 +221,15 @@ impl Kernel {
         transfer: Option<(CapRef, Cap, CapRef)>,
     ) {
         let n = sp.len.min(rp.len).min(MAX_MSG_BYTES);
-        if n > 0 {
-            mem.copy(sp.ptr, rp.ptr, n);
+        // The result words sit at OUT_OFFSET, in range: recv_part checked all
+        // IPC_DESC_SIZE bytes at `desc`, and OUT_OFFSET + 12 == IPC_DESC_SIZE.
+        let out_at = match rp.desc {
+            0 => 0,
+            desc => desc.wrapping_add(IpcDesc::OUT_OFFSET),
+        };
+        if n > 0 || out_at != 0 {
+            let got_cap = u32::from(transfer.is_some());
+            mem.deliver(sp.ptr, rp.ptr, n, out_at, [n, sp.len, got_cap]);
         }
         if let Some((from, cap, dst)) = transfer {
             self.install(
@@ -230,15 +238,6 @@ impl Kernel {
                     parent: Some(from),
                     ..cap
                 },
-            );
-        }
-        if rp.desc != 0 {
-            let got_cap = u32::from(transfer.is_some());
-            // In range: recv_part checked all IPC_DESC_SIZE bytes at `desc`, and
-            // OUT_OFFSET + 12 == IPC_DESC_SIZE.
-            mem.write_words(
-                rp.desc.wrapping_add(IpcDesc::OUT_OFFSET),
-                &[n, sp.len, got_cap],
             );
         }
     }
