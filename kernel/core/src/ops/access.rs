@@ -26,11 +26,35 @@ fn allows(r: &RegionSpec, ptr: u32, len: u32, need: Rights) -> bool {
 /// may. The first step of [`Kernel::check_user`], and all the fast paths look at.
 #[inline]
 pub(crate) fn own_regions_allow(g: &CapGroup, ptr: u32, len: u32, need: Rights) -> bool {
-    len == 0
-        || g.regions
-            .iter()
-            .flatten()
-            .any(|r| allows(r, ptr, len, need))
+    len == 0 || own_region_allowing(g, ptr, len, need).is_some()
+}
+
+/// The first own region of group `g` that lets it access `[ptr, ptr + len)` with
+/// `need`, for [`own_regions_allow_near`].
+#[inline]
+pub(crate) fn own_region_allowing(
+    g: &CapGroup,
+    ptr: u32,
+    len: u32,
+    need: Rights,
+) -> Option<&RegionSpec> {
+    g.regions
+        .iter()
+        .flatten()
+        .find(|r| allows(r, ptr, len, need))
+}
+
+/// [`own_regions_allow`], trying `near` (one of the group's own regions) first: the
+/// same answer, found at once when a buffer lies where its descriptor does.
+#[inline]
+pub(crate) fn own_regions_allow_near(
+    g: &CapGroup,
+    near: &RegionSpec,
+    ptr: u32,
+    len: u32,
+    need: Rights,
+) -> bool {
+    len == 0 || allows(near, ptr, len, need) || own_regions_allow(g, ptr, len, need)
 }
 
 impl Kernel {
@@ -187,5 +211,50 @@ impl Kernel {
     pub(crate) fn serves_persist(&self, t: ThreadId) -> bool {
         self.watch_flags(t)
             .intersects(WatchFlags::PERSIST_CALLBACK | WatchFlags::SERVES_PERSIST)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::obj::TaskName;
+    use proptest::prelude::*;
+
+    fn region((base, len, rights, device): (u32, u32, u8, bool)) -> RegionSpec {
+        RegionSpec {
+            base,
+            len,
+            rights: Rights::from_bits_truncate(u32::from(rights)) & Rights::MEMORY,
+            kind: if device {
+                MemKind::Device
+            } else {
+                MemKind::Checkpointed
+            },
+        }
+    }
+
+    proptest! {
+        /// Trying a region first is only a shortcut: the answer is the one of all the
+        /// group's own regions, whichever region is tried and wherever the range lies.
+        #[test]
+        fn trying_a_region_first_never_changes_the_answer(
+            regions in proptest::collection::vec(
+                (0u32..0x3000, 1u32..0x1000, 0u8..8, any::<bool>()), 1..=MAX_REGIONS),
+            near in 0usize..MAX_REGIONS,
+            ptr in 0u32..0x4000,
+            len in 0u32..0x1200,
+            need in 1u8..8,
+        ) {
+            let mut g = CapGroup::new(TaskName::ROOT);
+            for (i, r) in regions.iter().enumerate() {
+                g.regions[i] = Some(region(*r));
+            }
+            let near = region(regions[near % regions.len()]);
+            let need = Rights::from_bits_truncate(u32::from(need)) & Rights::MEMORY;
+            prop_assert_eq!(
+                own_regions_allow_near(&g, &near, ptr, len, need),
+                own_regions_allow(&g, ptr, len, need)
+            );
+        }
     }
 }

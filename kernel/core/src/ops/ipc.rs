@@ -20,7 +20,7 @@
 //!   `reply_to` always names a thread blocked waiting for that server's reply.
 //! - A transferred capability is recorded as derived from the sender's.
 
-use super::access::own_regions_allow;
+use super::access::{own_region_allowing, own_regions_allow_near};
 use super::outcome::{Outcome, Results};
 use crate::{
     abi::{Error, IpcDesc, ObjKind, Rights, Sysno, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT},
@@ -28,6 +28,7 @@ use crate::{
     kernel::Kernel,
     obj::{Block, Cap, CapGroup, CapRef, ThreadState},
     platform::UserMemory,
+    spec::RegionSpec,
 };
 
 /// Which side of a delivery was invalid.
@@ -91,12 +92,17 @@ fn read_desc_words(mem: &mut dyn UserMemory, ptr: u32) -> IpcDesc {
     IpcDesc::from_words([w(0), w(1), w(2), w(3), w(4), w(5), 0, 0, 0])
 }
 
-/// For the fast paths: the descriptor at `desc` of a thread of group `g`, if `g`'s own
-/// regions let it read and write it (the general path looks further).
+/// For the fast paths: the descriptor at `desc` of a thread of group `g`, and the own
+/// region of `g` that lets it read and write it, if one does (the general path looks
+/// further).
 #[inline(always)]
-fn fast_desc(mem: &mut dyn UserMemory, g: &CapGroup, desc: u32) -> Option<IpcDesc> {
-    own_regions_allow(g, desc, IPC_DESC_SIZE, Rights::READ | Rights::WRITE)
-        .then(|| read_desc_words(mem, desc))
+fn fast_desc<'g>(
+    mem: &mut dyn UserMemory,
+    g: &'g CapGroup,
+    desc: u32,
+) -> Option<(IpcDesc, &'g RegionSpec)> {
+    let r = own_region_allowing(g, desc, IPC_DESC_SIZE, Rights::READ | Rights::WRITE)?;
+    Some((read_desc_words(mem, desc), r))
 }
 
 /// The receiver's results for `words`: a1..a4, and the badge in a5 when given.
@@ -528,12 +534,12 @@ impl Kernel {
         desc: u32,
     ) -> Option<SendPart> {
         let g = self.group(g)?;
-        let d = fast_desc(mem, g, desc)?;
+        let (d, near) = fast_desc(mem, g, desc)?;
         let ok = d.send_cap == NO_SLOT
             && d.recv_slot == NO_SLOT
             && d.send_len <= MAX_MSG_BYTES
-            && own_regions_allow(g, d.send_ptr, d.send_len, Rights::READ)
-            && own_regions_allow(g, d.recv_ptr, d.recv_len, Rights::WRITE);
+            && own_regions_allow_near(g, near, d.send_ptr, d.send_len, Rights::READ)
+            && own_regions_allow_near(g, near, d.recv_ptr, d.recv_len, Rights::WRITE);
         ok.then_some(SendPart {
             words,
             ptr: d.send_ptr,
@@ -547,9 +553,9 @@ impl Kernel {
     /// only, and without a slot to receive a capability into).
     fn fast_recv_part(&self, mem: &mut dyn UserMemory, g: ObjId, desc: u32) -> Option<RecvPart> {
         let g = self.group(g)?;
-        let d = fast_desc(mem, g, desc)?;
-        let ok =
-            d.recv_slot == NO_SLOT && own_regions_allow(g, d.recv_ptr, d.recv_len, Rights::WRITE);
+        let (d, near) = fast_desc(mem, g, desc)?;
+        let ok = d.recv_slot == NO_SLOT
+            && own_regions_allow_near(g, near, d.recv_ptr, d.recv_len, Rights::WRITE);
         ok.then_some(RecvPart {
             desc,
             ptr: d.recv_ptr,
