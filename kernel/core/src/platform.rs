@@ -39,15 +39,16 @@ pub trait UserMemory {
     }
     /// A message's delivery into the receiver's memory in one call: copies `len`
     /// bytes from `from` to `to` as [`UserMemory::copy`] does (none when `len` is 0),
-    /// then writes `out` at `out_at` as [`UserMemory::write_words`] does (none when
-    /// `out_at` is 0). Only called for validated ranges. A memory that marks the pages
-    /// the kernel writes overrides this, to find the receiver once.
-    fn deliver(&mut self, from: u32, to: u32, len: u32, out_at: u32, out: [u32; 3]) {
+    /// then writes the result words `[len, sent, got_cap]` at `out_at` as
+    /// [`UserMemory::write_words`] does (none when `out_at` is 0). Only called for
+    /// validated ranges. A memory that marks the pages the kernel writes overrides
+    /// this, to find the receiver once.
+    fn deliver(&mut self, from: u32, to: u32, len: u32, out_at: u32, sent: u32, got_cap: bool) {
         if len > 0 {
             self.copy(from, to, len);
         }
         if out_at != 0 {
-            self.write_words(out_at, &out);
+            self.write_words(out_at, &[len, sent, u32::from(got_cap)]);
         }
     }
 }

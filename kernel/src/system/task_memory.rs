@@ -136,7 +136,8 @@ impl UserMemory for TaskMemory<'_> {
         unsafe { copy_words(from, to, len) }
     }
 
-    fn deliver(&mut self, from: u32, to: u32, len: u32, out_at: u32, out: [u32; 3]) {
+    fn deliver(&mut self, from: u32, to: u32, len: u32, out_at: u32, sent: u32, got_cap: bool) {
+        let out = [len, sent, u32::from(got_cap)];
         let out_len = if out_at == 0 { 0 } else { 4 * out.len() as u32 };
         // The receiver's task is searched for once when its bytes and words lie in it.
         let out_marked = len > 0 && self.mark_with(to, len, out_at, out_len);
@@ -199,8 +200,8 @@ impl UserMemory for FastMemory<'_> {
         self.task().write_words(addr, words)
     }
 
-    fn deliver(&mut self, from: u32, to: u32, len: u32, out_at: u32, out: [u32; 3]) {
-        self.task().deliver(from, to, len, out_at, out)
+    fn deliver(&mut self, from: u32, to: u32, len: u32, out_at: u32, sent: u32, got_cap: bool) {
+        self.task().deliver(from, to, len, out_at, sent, got_cap)
     }
 }
 

@@ -234,8 +234,7 @@ impl Kernel {
             desc => desc.wrapping_add(IpcDesc::OUT_OFFSET),
         };
         if n > 0 || out_at != 0 {
-            let got_cap = u32::from(transfer.is_some());
-            mem.deliver(sp.ptr, rp.ptr, n, out_at, [n, sp.len, got_cap]);
+            mem.deliver(sp.ptr, rp.ptr, n, out_at, sp.len, transfer.is_some());
         }
         if let Some((from, cap, dst)) = transfer {
             self.install(
