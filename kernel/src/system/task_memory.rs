@@ -60,6 +60,20 @@ impl TaskMemory<'_> {
         holds_also || also_len == 0
     }
 
+    /// [`UserMemory::deliver`] in any case: the bytes marked and copied as
+    /// [`UserMemory::copy`] does, then the words as [`UserMemory::write_words`] does
+    /// (none when `out_at` is 0). Out of line: rare.
+    #[cold]
+    #[inline(never)]
+    fn deliver_any(&mut self, from: u32, to: u32, len: u32, out_at: u32, out: [u32; 3]) {
+        if len > 0 {
+            self.copy(from, to, len);
+        }
+        if out_at != 0 {
+            self.write_words(out_at, &out);
+        }
+    }
+
     /// [`UserMemory::write_words`] without the mark (the caller made it).
     fn store_words(&mut self, addr: u32, words: &[u32]) {
         if !addr.is_multiple_of(4) {
@@ -74,21 +88,39 @@ impl TaskMemory<'_> {
     }
 }
 
-/// Copies `len` bytes from `from` to `to`, which may overlap: whole words, four at a
-/// time, when all three are word aligned and the copy runs forward safely (`to`
-/// before `from`, or the ranges apart), else `core::ptr::copy`. A message's bytes are
-/// few, and most are words: the word loop saves `memmove`'s sizing up.
+/// Copies `len` bytes from `from` to `to`, which may overlap: by [`copy_forward`]
+/// when all three are word aligned and a forward copy is safe (`to` before `from`, or
+/// the ranges apart), else by `core::ptr::copy`.
 ///
 /// # Safety
 ///
 /// `[from, from + len)` must be readable and `[to, to + len)` writable memory.
 #[inline(always)]
 unsafe fn copy_words(from: u32, to: u32, len: u32) {
-    let forward = to <= from || to - from >= len;
-    if !forward || !(from | to | len).is_multiple_of(4) {
+    if forward_words(from, to, len) {
+        // SAFETY: the caller's ranges, aligned, and `to` does not run ahead of `from`.
+        unsafe { copy_forward(from, to, len) }
+    } else {
         // SAFETY: the caller's ranges; `copy` allows them to overlap.
-        return unsafe { core::ptr::copy(from as *const u8, to as *mut u8, len as usize) };
+        unsafe { core::ptr::copy(from as *const u8, to as *mut u8, len as usize) }
     }
+}
+
+/// Whether [`copy_forward`] may copy `len` bytes from `from` to `to`.
+#[inline(always)]
+fn forward_words(from: u32, to: u32, len: u32) -> bool {
+    (from | to | len).is_multiple_of(4) && (to <= from || to - from >= len)
+}
+
+/// Copies `len` bytes from `from` to `to` as whole words, four at a time. A message's
+/// bytes are few, and most are words: the word loop saves `memmove`'s sizing up.
+///
+/// # Safety
+///
+/// [`forward_words`] holds, `[from, from + len)` is readable and `[to, to + len)`
+/// writable memory.
+#[inline(always)]
+unsafe fn copy_forward(from: u32, to: u32, len: u32) {
     let (mut src, mut dst) = (from as *const u32, to as *mut u32);
     let end = from.wrapping_add(len) as *const u32;
     let end4 = from.wrapping_add(len & !15) as *const u32;
@@ -138,19 +170,26 @@ impl UserMemory for TaskMemory<'_> {
 
     fn deliver(&mut self, from: u32, to: u32, len: u32, out_at: u32, sent: u32, got_cap: bool) {
         let out = [len, sent, u32::from(got_cap)];
-        let out_len = if out_at == 0 { 0 } else { 4 * out.len() as u32 };
-        // The receiver's task is searched for once when its bytes and words lie in it.
-        let out_marked = len > 0 && self.mark_with(to, len, out_at, out_len);
-        if !out_marked && out_len > 0 {
-            self.mark(out_at, out_len);
+        // The common case without a call (so without a frame): bytes and words aligned,
+        // both in the receiver's own RAM, found once.
+        if len > 0
+            && out_at.is_multiple_of(4)
+            && out_at != 0
+            && forward_words(from, to, len)
+            && self.mark_with(to, len, out_at, 4 * out.len() as u32)
+        {
+            // SAFETY: as in `copy`, with `forward_words` checked; the three words as in
+            // `write_words`, at an aligned address.
+            unsafe {
+                copy_forward(from, to, len);
+                let at = out_at as *mut u32;
+                at.write_volatile(out[0]);
+                at.add(1).write_volatile(out[1]);
+                at.add(2).write_volatile(out[2]);
+            }
+            return;
         }
-        if len > 0 {
-            // SAFETY: as in `copy`.
-            unsafe { copy_words(from, to, len) };
-        }
-        if out_len > 0 {
-            self.store_words(out_at, &out);
-        }
+        self.deliver_any(from, to, len, out_at, out);
     }
 
     // Aligned words are loaded and stored whole, unaligned ones a byte at a time.
