@@ -80,6 +80,16 @@ impl Pages {
         (low_bits(last + 1) & !low_bits(first)) as PageMask
     }
 
+    /// [`Pages::touched`] for `[base + off, base + off + len)` known to lie in the
+    /// region and not to be empty (`0 < len <= self.len - off`), without its cuts: the
+    /// pages from the first byte's to the last byte's.
+    #[inline]
+    pub fn touched_within(&self, off: u32, len: u32) -> PageMask {
+        debug_assert!(len > 0 && off < self.len && len <= self.len - off);
+        let (first, last) = (off / self.page_len, (off + len - 1) / self.page_len);
+        ((2u32 << last) - (1u32 << first)) as PageMask
+    }
+
     /// Whether `addr` lies in the region.
     pub fn contains(&self, addr: u32) -> bool {
         addr >= self.base && addr - self.base < self.len
@@ -125,6 +135,22 @@ mod tests {
         assert_eq!(pages.touched(0x1000 + 8191, 1), 0b1000);
         assert_eq!(pages.touched(0x0FFC, 4), 0, "outside the region");
         assert_eq!(pages.touched(0x1000, 8192), ALL_PAGES);
+    }
+
+    #[test]
+    fn touched_within_is_touched_for_a_range_inside() {
+        for len in [4u32, 8, 12, 100, 8192, 8196] {
+            let pages = Pages::new(0x1000, len);
+            for off in (0..len).step_by(3) {
+                for n in (1..=len - off).step_by(5).chain([len - off]) {
+                    assert_eq!(
+                        pages.touched_within(off, n),
+                        pages.touched(0x1000 + off, n),
+                        "{len} {off} {n}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

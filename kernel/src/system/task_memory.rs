@@ -51,11 +51,18 @@ impl TaskMemory<'_> {
         };
         let (base, ram_len) = task.ram;
         let pages = pages(task);
-        let off = also.wrapping_sub(base);
-        let holds_also = also_len > 0 && off < ram_len && also_len <= ram_len - off;
-        *d |= pages.touched(addr, len);
+        let inside = |at: u32, n: u32| {
+            let off = at.wrapping_sub(base);
+            n > 0 && off < ram_len && n <= ram_len - off
+        };
+        *d |= if inside(addr, len) {
+            pages.touched_within(addr - base, len)
+        } else {
+            pages.touched(addr, len)
+        };
+        let holds_also = inside(also, also_len);
         if holds_also {
-            *d |= pages.touched(also, also_len);
+            *d |= pages.touched_within(also - base, also_len);
         }
         holds_also || also_len == 0
     }
