@@ -205,6 +205,7 @@ class Machine:
         self._guards_for = {}  # PMP state -> (ranges to guard, U-writable ranges)
         self._store_guards = {}  # (lo, hi) -> hook
         self._retired_callbacks = []
+        # A caught store until its fault is entered: (pc, [(address, bytes before)]).
         self._pending_store = None
         self.caught_stores = 0
         for addr, body in kernel:
@@ -370,9 +371,11 @@ class Machine:
         # `ecall`); mepc must be the instruction itself.
         pc = (self._pc() - UNICORN_EXCEPTION_PC_OFFSET) & 0xFFFF_FFFF
         if self._pending_store is not None:
-            pc, addr, before = self._pending_store
+            pc, parts = self._pending_store
             self._pending_store = None
-            uc.mem_write(addr, before)
+            for at, before in reversed(parts):
+                uc.mem_write(at, before)
+            addr = parts[0][0]
             self.traps.append((7, pc, addr))
             self._enter_trap(7, pc, addr)
             return
@@ -514,12 +517,21 @@ class Machine:
         and puts the bytes back, before any kernel instruction runs."""
         if uc.reg_read(R.UC_RISCV_REG_PRIV) != 0 or self.pmp.user_may_store(addr, addr + size):
             return
+        if self._pending_store is not None:
+            # The store in flight, again: unicorn may call the hook once more for it
+            # (seen on a heap-app run: the pc then reads 0 and the bytes have landed),
+            # so the first call's pc and bytes stand; only bytes of the store not seen
+            # yet (a store unicorn splits) are kept as well.
+            pc, parts = self._pending_store
+            if not any(a <= addr and addr + size <= a + len(b) for a, b in parts):
+                parts.append((addr, bytes(uc.mem_read(addr, size))))
+            return
         vector = uc.reg_read(R.UC_RISCV_REG_MTVEC) & ~3
         if any(rwx & pmp.X for _, _, rwx in self.pmp.user_rights(vector, vector + 2)):
             self._fail(f"simulator: cannot fault the store to {addr:#010x}: U-mode may "
                        f"execute the trap vector at {vector:#010x}")
             return
-        self._pending_store = (self._pc(), addr, bytes(uc.mem_read(addr, size)))
+        self._pending_store = (self._pc(), [(addr, bytes(uc.mem_read(addr, size)))])
         self.caught_stores += 1
         uc.reg_write(R.UC_RISCV_REG_PC, vector)
 

@@ -134,6 +134,27 @@ class MachineTest(unittest.TestCase):
         self.assertEqual(bytes(m.uc.mem_read(page + 0xBFC, 4)), bytes(4), "the store left no trace")
         self.assertEqual(m.caught_stores, 1)
 
+    def test_a_caught_store_seen_twice_faults_at_its_own_pc_with_its_bytes_back(self):
+        # Unicorn may call the store hook twice for one store (a heap-app run did): the
+        # second time the pc reads 0 and the bytes have landed. The fault must still
+        # name the store's pc and put back what the bytes were before it.
+        m, _ = self.boot([LOOP], instructions=1)
+        page = 0x3FC9_0000
+        m.pmp.write(0x3B0, (page + 0x1000) >> 2)
+        m.pmp.write(0x3A0, 0x09)  # entry 0: TOR [0, page + 0x1000), R only
+        at, store_pc, before = page + 0x10, BASE + 0x40, b"\x11\x22\x33\x44"
+        m.uc.mem_write(at, before)
+        m.uc.reg_write(R.UC_RISCV_REG_PRIV, 0)
+        m.uc.reg_write(R.UC_RISCV_REG_PC, store_pc)
+        m._on_guarded_store(m.uc, None, at, 4, 0x10, None)
+        m.uc.mem_write(at, (0x10).to_bytes(4, "little"))  # the store lands
+        m.uc.reg_write(R.UC_RISCV_REG_PC, 0)
+        m._on_guarded_store(m.uc, None, at, 4, 0x10, None)
+        m._on_exception(m.uc, 1, None)
+        self.assertEqual(m.traps[-1], (7, store_pc, at))
+        self.assertEqual(bytes(m.uc.mem_read(at, 4)), before)
+        self.assertEqual(m.caught_stores, 1)
+
 
 if __name__ == "__main__":
     unittest.main()
