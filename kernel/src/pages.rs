@@ -96,9 +96,89 @@ impl Pages {
     }
 }
 
+/// Where a store the kernel makes on a task's behalf, `[addr, addr + len)`, lands: the
+/// first of `rams` (each a key and a task RAM region, base and length) whose region
+/// holds `addr`, with the pages of it the store touches (cut to it, as
+/// [`Pages::touched`]); `None` when no region holds `addr`. With `also_len` > 0,
+/// `[also, also + also_len)` is marked as well when that region holds all of it (a
+/// message's bytes and the receiver's result words, one search for both); the flag
+/// says whether it did.
+#[inline(always)]
+pub fn written<K>(
+    rams: impl IntoIterator<Item = (K, (u32, u32))>,
+    addr: u32,
+    len: u32,
+    also: u32,
+    also_len: u32,
+) -> Option<(K, PageMask, bool)> {
+    let (key, (base, ram_len)) = rams
+        .into_iter()
+        .find(|(_, (base, ram_len))| addr.wrapping_sub(*base) < *ram_len)?;
+    let pages = Pages::new(base, ram_len);
+    let inside = |at: u32, n: u32| {
+        let off = at.wrapping_sub(base);
+        n > 0 && off < ram_len && n <= ram_len - off
+    };
+    let mut mask = if inside(addr, len) {
+        pages.touched_within(addr - base, len)
+    } else {
+        pages.touched(addr, len)
+    };
+    let holds_also = inside(also, also_len);
+    if holds_also {
+        mask |= pages.touched_within(also - base, also_len);
+    }
+    Some((key, mask, holds_also))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Task RAM regions side by side, as the boards lay them out, with odd sizes.
+    const RAMS: [(u32, u32); 3] = [(0x1000, 100), (0x1064, 0x1700), (0x2764, 12)];
+
+    /// What marking one range on its own gives: the first region holding `addr`.
+    fn alone(addr: u32, len: u32) -> Option<(usize, PageMask)> {
+        RAMS.iter()
+            .position(|&(b, l)| addr.wrapping_sub(b) < l)
+            .map(|i| (i, Pages::new(RAMS[i].0, RAMS[i].1).touched(addr, len)))
+    }
+
+    #[test]
+    fn two_ranges_marked_at_once_are_marked_as_each_alone() {
+        let addrs = (0xFF0u32..0x2790)
+            .step_by(7)
+            .chain([0, 0x1063, 0x1064, 0x2763]);
+        let lens = [0u32, 1, 4, 12, 36, 64, 256, 0x1700, u32::MAX];
+        for addr in addrs {
+            for len in lens {
+                for also in (0xFF8u32..0x2780).step_by(61).chain([0]) {
+                    for also_len in [0u32, 4, 12, 64] {
+                        let got = written(RAMS.into_iter().enumerate(), addr, len, also, also_len);
+                        let Some((i, mask, holds)) = got else {
+                            assert_eq!(alone(addr, len), None, "{addr:#x}+{len}");
+                            continue;
+                        };
+                        let (first, own) = alone(addr, len).expect("a region holds addr");
+                        assert_eq!(i, first, "{addr:#x}+{len}");
+                        let (base, ram_len) = RAMS[i];
+                        let fits = also_len > 0
+                            && also >= base
+                            && u64::from(also) + u64::from(also_len)
+                                <= u64::from(base) + u64::from(ram_len);
+                        assert_eq!(holds, fits, "{addr:#x}+{len}, {also:#x}+{also_len}");
+                        let other = if holds {
+                            Pages::new(base, ram_len).touched(also, also_len)
+                        } else {
+                            0
+                        };
+                        assert_eq!(mask, own | other, "{addr:#x}+{len}, {also:#x}+{also_len}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn pages_cover_the_region_exactly_without_overlap() {

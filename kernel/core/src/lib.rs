@@ -74,7 +74,7 @@ pub use fault::{Access, Fault, FaultAction, FaultReport};
 pub use ids::{ObjId, Priority, Slot, ThreadId};
 pub use kernel::Kernel;
 pub use obj::TaskName;
-pub use platform::{write_words_bytewise, Platform, UserMemory};
+pub use platform::{deliver_in_parts, write_words_bytewise, Platform, UserMemory};
 pub use record::{InvariantViolation, RecordVersion, RestoreError, RECORD_MAX};
 pub use spec::{BootError, CapSpec, FaultPolicy, MemKind, RegionSpec, TaskSpec};
 

@@ -44,12 +44,29 @@ pub trait UserMemory {
     /// validated ranges. A memory that marks the pages the kernel writes overrides
     /// this, to find the receiver once.
     fn deliver(&mut self, from: u32, to: u32, len: u32, out_at: u32, sent: u32, got_cap: bool) {
-        if len > 0 {
-            self.copy(from, to, len);
-        }
-        if out_at != 0 {
-            self.write_words(out_at, &[len, sent, u32::from(got_cap)]);
-        }
+        deliver_in_parts(self, from, to, len, out_at, [len, sent, u32::from(got_cap)])
+    }
+}
+
+/// [`UserMemory::deliver`] by [`UserMemory::copy`], then [`UserMemory::write_words`] of
+/// `out` (none when `len`, or `out_at`, is 0): the default, and what a memory that
+/// delivers faster in its common case does otherwise. Out of line and cold, so that
+/// such a memory's fast case carries no frame for it.
+#[cold]
+#[inline(never)]
+pub fn deliver_in_parts<M: UserMemory + ?Sized>(
+    mem: &mut M,
+    from: u32,
+    to: u32,
+    len: u32,
+    out_at: u32,
+    out: [u32; 3],
+) {
+    if len > 0 {
+        mem.copy(from, to, len);
+    }
+    if out_at != 0 {
+        mem.write_words(out_at, &out);
     }
 }
 

@@ -8,11 +8,13 @@ use super::{System, SystemNvm};
 use crate::app::{TaskImage, TASKS};
 use crate::arch::pmp;
 use crate::bootargs::MemTrack;
-use crate::pages::{PageMask, Pages, ALL_PAGES, PAGES};
+use crate::pages::{self, PageMask, Pages, ALL_PAGES, PAGES};
 use crate::pmp_layout::{PmpImage, TorRegion, MAX_REGIONS};
 use crate::writer::CheckpointWriter;
 use amber_abi::Rights;
-use amber_core::{write_words_bytewise, RegionSpec, ThreadId, UserMemory, MAX_TASKS};
+use amber_core::{
+    deliver_in_parts, write_words_bytewise, RegionSpec, ThreadId, UserMemory, MAX_TASKS,
+};
 use log::error;
 
 fn pages(t: &TaskImage) -> Pages {
@@ -33,64 +35,21 @@ impl TaskMemory<'_> {
         self.mark_with(addr, len, 0, 0);
     }
 
-    /// [`TaskMemory::mark`] of `[addr, addr + len)` and, when the task whose RAM holds
-    /// `addr` holds all of `[also, also + also_len)` too (as a message's bytes and
-    /// result words usually lie), of that range as well, finding the task once. False
-    /// when the second range was left for the caller to mark.
+    /// [`TaskMemory::mark`] of `[addr, addr + len)` and, when the same task's RAM holds
+    /// all of `[also, also + also_len)`, of that range too, finding the task once
+    /// ([`pages::written`]). False when the second range was left for the caller.
     #[inline(always)]
     fn mark_with(&mut self, addr: u32, len: u32, also: u32, also_len: u32) -> bool {
         let Some(dirty) = self.dirty.as_deref_mut() else {
             return true;
         };
-        let owner = TASKS
-            .iter()
-            .zip(dirty.iter_mut())
-            .find(|(t, _)| addr.wrapping_sub(t.ram.0) < t.ram.1);
-        let Some((task, d)) = owner else {
-            return also_len == 0;
-        };
-        let (base, ram_len) = task.ram;
-        let pages = pages(task);
-        let inside = |at: u32, n: u32| {
-            let off = at.wrapping_sub(base);
-            n > 0 && off < ram_len && n <= ram_len - off
-        };
-        *d |= if inside(addr, len) {
-            pages.touched_within(addr - base, len)
-        } else {
-            pages.touched(addr, len)
-        };
-        let holds_also = inside(also, also_len);
-        if holds_also {
-            *d |= pages.touched_within(also - base, also_len);
-        }
-        holds_also || also_len == 0
-    }
-
-    /// [`UserMemory::deliver`] in any case: the bytes marked and copied as
-    /// [`UserMemory::copy`] does, then the words as [`UserMemory::write_words`] does
-    /// (none when `out_at` is 0). Out of line: rare.
-    #[cold]
-    #[inline(never)]
-    fn deliver_any(&mut self, from: u32, to: u32, len: u32, out_at: u32, out: [u32; 3]) {
-        if len > 0 {
-            self.copy(from, to, len);
-        }
-        if out_at != 0 {
-            self.write_words(out_at, &out);
-        }
-    }
-
-    /// [`UserMemory::write_words`] without the mark (the caller made it).
-    fn store_words(&mut self, addr: u32, words: &[u32]) {
-        if !addr.is_multiple_of(4) {
-            return write_words_bytewise(self, addr, words);
-        }
-        let at = addr as *mut u32;
-        for (i, w) in words.iter().enumerate() {
-            // SAFETY: as in `write`, for `4 * words.len()` bytes at an aligned address;
-            // volatile, so that the few words are not made a `memcpy` call.
-            unsafe { at.add(i).write_volatile(*w) };
+        let rams = dirty.iter_mut().zip(TASKS.iter().map(|t| t.ram));
+        match pages::written(rams, addr, len, also, also_len) {
+            Some((d, mask, holds_also)) => {
+                *d |= mask;
+                holds_also || also_len == 0
+            }
+            None => also_len == 0,
         }
     }
 }
@@ -196,7 +155,7 @@ impl UserMemory for TaskMemory<'_> {
             }
             return;
         }
-        self.deliver_any(from, to, len, out_at, out);
+        deliver_in_parts(self, from, to, len, out_at, out);
     }
 
     // Aligned words are loaded and stored whole, unaligned ones a byte at a time.
@@ -207,8 +166,16 @@ impl UserMemory for TaskMemory<'_> {
     }
 
     fn write_words(&mut self, addr: u32, words: &[u32]) {
+        if !addr.is_multiple_of(4) {
+            return write_words_bytewise(self, addr, words);
+        }
         self.mark(addr, 4 * words.len() as u32);
-        self.store_words(addr, words);
+        let at = addr as *mut u32;
+        for (i, w) in words.iter().enumerate() {
+            // SAFETY: as in `write`, for `4 * words.len()` bytes at an aligned address;
+            // volatile, so that the few words are not made a `memcpy` call.
+            unsafe { at.add(i).write_volatile(*w) };
+        }
     }
 }
 
