@@ -25,7 +25,6 @@ PARTS = [
     ("endpoint capability lookup", ["endpoint_cap"]),
 ]
 REST = "the rest: arguments, thread records, checks, frames (fast_ipc_of, fast_ipc)"
-TASKS_BASE = 0x8100_0000  # the QEMU board's task code (kernel/src/board/qemu_virt)
 
 
 def main():
@@ -45,11 +44,17 @@ def main():
             syms.append((int(addr, 16), name))
     syms.sort()
     starts = [a for a, _ in syms]
+    # The tasks' segments are the image's `.amber_task.N` sections; any pc from the
+    # lowest of them up is user code.
+    heads = subprocess.run(["llvm-objdump", "-h", elf], capture_output=True, text=True,
+                           check=True).stdout
+    tasks_base = min(int(f[3], 16) for f in (line.split() for line in heads.splitlines())
+                     if len(f) > 2 and f[1].startswith(".amber_task."))
     chain = {}
     for p, line in zip(uniq, out.strip().split("\n")):
         frames = json.loads(line).get("Symbol", [])
         names = [f["FunctionName"] for f in frames if f["FunctionName"].strip() not in ("", ".L0")]
-        if p >= TASKS_BASE:
+        if p >= tasks_base:
             names = ["USER"]
         elif not names:
             names = [syms[bisect.bisect_right(starts, p) - 1][1]]

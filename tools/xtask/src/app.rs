@@ -839,28 +839,24 @@ mod tests {
         assert_eq!(c3.memory["spi"], 0x2000);
         let t = &c3.tasks[0];
         assert_eq!((t.code, t.ram, t.stack), (8192, 2048, 512));
-        let e = app(&toml("memory = { cache = 0x100 }"))
-            .unwrap()
-            .on_board("esp32c3")
-            .unwrap_err();
-        assert!(
-            e.contains("memory `cache`: the app has no such memory"),
-            "{e}"
-        );
-        let e = app(&toml(
-            "tasks = { z = { code = 4096, ram = 4096, stack = 512 } }",
-        ))
-        .unwrap()
-        .on_board("esp32c3")
-        .unwrap_err();
-        assert!(e.contains("tasks `z`: the app has no such task"), "{e}");
-        let e = app(&toml(
-            "tasks = { a = { code = 4096, ram = 512, stack = 512 } }",
-        ))
-        .unwrap()
-        .on_board("esp32c3")
-        .unwrap_err();
-        assert!(e.contains("stack must be"), "{e}");
+        let refused = |extra: &str| app(&toml(extra)).unwrap().on_board("esp32c3").unwrap_err();
+        for (extra, why) in [
+            (
+                "memory = { cache = 0x100 }",
+                "memory `cache`: the app has no such memory",
+            ),
+            (
+                "tasks = { z = { code = 4096, ram = 4096, stack = 512 } }",
+                "tasks `z`: the app has no such task",
+            ),
+            (
+                "tasks = { a = { code = 4096, ram = 512, stack = 512 } }",
+                "stack must be",
+            ),
+        ] {
+            let e = refused(extra);
+            assert!(e.contains(why), "{extra}: {e}");
+        }
     }
 
     #[test]
