@@ -2,7 +2,17 @@
 //! each receives, and the errors a bad description gives. Plain data; it must never be
 //! consulted after boot (the tree holds everything the kernel needs).
 
-use crate::abi::Rights;
+use crate::abi::{Rights, IPC_BUFFER_MSG};
+
+/// No memory a task can name (region or MemObj) reaches this address: from here up
+/// `a5` selects a thread's IPC buffer, so no descriptor may lie there.
+pub const MEMORY_END: u32 = IPC_BUFFER_MSG;
+
+/// True when `[base, base + len)` is nonempty and ends at or below [`MEMORY_END`]: the
+/// one test of a memory range boot, restore and the invariants apply.
+pub fn memory_range_ok(base: u32, len: u32) -> bool {
+    len != 0 && base.checked_add(len).is_some_and(|end| end <= MEMORY_END)
+}
 
 /// What kind of memory a region or MemObj is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -49,11 +59,10 @@ impl RegionSpec {
         addr >= self.base && off <= self.len && len <= self.len - off
     }
 
-    /// True when the region is well formed: nonzero, not wrapping, memory rights only.
+    /// True when the region is well formed: nonzero, below [`MEMORY_END`], memory
+    /// rights only.
     pub fn is_valid(&self) -> bool {
-        self.len != 0
-            && self.base.checked_add(self.len - 1).is_some()
-            && Rights::MEMORY.contains(self.rights)
+        memory_range_ok(self.base, self.len) && Rights::MEMORY.contains(self.rights)
     }
 }
 
@@ -157,7 +166,7 @@ pub enum BootError {
     NameKindClash { task: usize },
     /// Two caps name the same irq.
     IrqTwice { task: usize },
-    /// A MemObj or NvmRegion is empty or wraps.
+    /// A MemObj or NvmRegion is empty or wraps, or a MemObj reaches [`MEMORY_END`].
     BadRange { task: usize },
     /// Rights contain unknown bits.
     BadRights { task: usize },
@@ -203,8 +212,8 @@ impl core::fmt::Display for BootError {
                 write!(f, "its `priority` is not below {NUM_PRIORITIES}")
             }
             BootError::BadRegion { .. } => f.write_str(
-                "a memory region (`code`, `ram`) is empty, wraps around 4 GiB, or has rights \
-                 other than read, write and execute",
+                "a memory region (`code`, `ram`) is empty, reaches the top page (0xFFFF_F000 \
+                 up: IPC buffer messages), or has rights other than read, write and execute",
             ),
             BootError::TooManyRegions { .. } => write!(
                 f,
@@ -222,7 +231,7 @@ impl core::fmt::Display for BootError {
                 f.write_str("a `caps` entry of kind \"irq\" names an interrupt already given")
             }
             BootError::BadRange { .. } => {
-                f.write_str("a memory or NVM range in `caps` is empty or wraps around 4 GiB")
+                f.write_str("a memory or NVM range in `caps` is empty, wraps around 4 GiB, or (memory) reaches the top page (0xFFFF_F000 up: IPC buffer messages)")
             }
             BootError::BadRights { .. } => f.write_str("`caps` rights hold unknown bits"),
             BootError::OutOfObjects => write!(

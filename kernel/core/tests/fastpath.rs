@@ -8,7 +8,9 @@
 mod common;
 
 use amber_core::{
-    abi::{Error, IpcDesc, ObjKind, Sysno, TaskState, WatchFlags, NO_SLOT},
+    abi::{
+        ipc_buffer_msg, Error, IpcBuffer, IpcDesc, ObjKind, Sysno, TaskState, WatchFlags, NO_SLOT,
+    },
     CapSpec, CheckpointEvent, Kernel, Step,
 };
 use common::{data, fast_taken, task, Sys, ALL, G, R, RW, W};
@@ -393,6 +395,67 @@ fn sixty_four_bytes_each_way_take_the_fast_path() {
 }
 
 #[test]
+fn sixty_four_bytes_each_way_through_ipc_buffers_take_the_fast_path() {
+    // As the bench app's buffer round trip: client and server each registered one IPC
+    // buffer; the server echoes what it received from the same buffer.
+    let mut s = pair(3, 2);
+    let (srv_buf, cli_buf) = (data(0) + 0x100, data(1) + 0x200);
+    assert_eq!(
+        sys(&mut s, "cli", Sysno::SetIpcBuffer, [cli_buf, 0, 0, 0, 0, 0]),
+        (Ok(()), false)
+    );
+    let bytes_of = |b: u32| b + IpcBuffer::BYTES_OFFSET;
+    let got_len = |s: &Sys, b: u32| u32::from_le_bytes(s.mem.get(b, 4).try_into().unwrap());
+    for round in 0..3u8 {
+        let bytes: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37) ^ round).collect();
+        s.mem.put(bytes_of(cli_buf), &bytes);
+        let (status, fast) = sys(
+            &mut s,
+            "cli",
+            Sysno::Call,
+            [0, 1, 2, 3, 4, ipc_buffer_msg(64)],
+        );
+        assert_eq!(
+            (status, fast),
+            (Ok(()), round > 0),
+            "round {round}: the server waits"
+        );
+        if round == 0 {
+            let _ = sys(&mut s, "srv", Sysno::SetIpcBuffer, [srv_buf, 0, 0, 0, 0, 0]);
+            let _ = sys(
+                &mut s,
+                "srv",
+                Sysno::Recv,
+                [0, 0, 0, 0, 0, ipc_buffer_msg(0)],
+            );
+        }
+        assert_eq!(
+            s.mem.get(bytes_of(srv_buf), 64),
+            bytes,
+            "round {round}: at the server"
+        );
+        assert_eq!(got_len(&s, srv_buf), 64);
+        s.mem.put(bytes_of(cli_buf), &[0; 64]);
+        assert_eq!(
+            sys(
+                &mut s,
+                "srv",
+                Sysno::ReplyRecv,
+                [0, 1, 2, 3, 4, ipc_buffer_msg(64)]
+            ),
+            (Ok(()), true),
+            "round {round}: the echo goes straight back"
+        );
+        assert_eq!(
+            s.mem.get(bytes_of(cli_buf), 64),
+            bytes,
+            "round {round}: and came back"
+        );
+        assert_eq!(got_len(&s, cli_buf), 64);
+    }
+}
+
+#[test]
 fn no_fast_path_while_a_persist_phase_runs() {
     let caps = [
         CapSpec::Notification {
@@ -507,16 +570,24 @@ enum Op {
     },
 }
 
-/// Where task `t`'s descriptor `d` (0 = none) lies: 1 and 2 in its data (2 not word
-/// aligned), 3 in its code (read-only), 4 in another task's data.
+/// Task `t`'s `a5` for descriptor `d`: 0 none; a descriptor 1 and 2 in its data (2 not
+/// word aligned), 3 in its code (read-only), 4 in another task's data; 5 and 6 its IPC
+/// buffer (which `d` has not), with lengths up to past the limit.
 fn desc_ptr(t: usize, d: u8) -> u32 {
-    match d % 5 {
+    match d % 7 {
         0 => 0,
         1 => data(t),
         2 => data(t) + 0x42,
         3 => common::code(t),
-        _ => data((t + 1) % 4),
+        4 => data((t + 1) % 4),
+        5 => ipc_buffer_msg([0, 4, 64, 256, 257][usize::from(d / 7) % 5]),
+        _ => ipc_buffer_msg(64),
     }
+}
+
+/// Where task `t`'s IPC buffer lies, clear of its descriptors and their buffers.
+fn ipc_buffer_of(t: usize) -> u32 {
+    data(t) + 0x500
 }
 
 /// A descriptor made from `raw`: buffers mostly in the task's own data, lengths up to
@@ -550,6 +621,7 @@ fn op((sel, raw): (u8, u32)) -> Op {
         Sysno::Send,
         Sysno::Yield,
         Sysno::Reply,
+        Sysno::SetIpcBuffer,
     ];
     match sel % 16 {
         0..=11 => Op::Sys {
@@ -611,9 +683,16 @@ fn traffic(prios: [u8; 4], raw: Vec<(u8, u32)>) -> Result<(), TestCaseError> {
                     .iter()
                     .position(|n| *n == s.k.task_name(t))
                     .unwrap_or(0);
+                // SetIpcBuffer: mostly the task's buffer, sometimes none, or unaligned.
+                let a0 = match (nr, slot) {
+                    (Sysno::SetIpcBuffer, 1) => 0,
+                    (Sysno::SetIpcBuffer, 7) => ipc_buffer_of(own) + 2,
+                    (Sysno::SetIpcBuffer, _) => ipc_buffer_of(own),
+                    _ => slot,
+                };
                 let ctx = s.k.context_mut(t);
                 ctx.regs[17] = nr as u32;
-                ctx.regs[10..16].copy_from_slice(&[slot, 1, 2, 3, 4, desc_ptr(own, desc)]);
+                ctx.regs[10..16].copy_from_slice(&[a0, 1, 2, 3, 4, desc_ptr(own, desc)]);
                 if !s.fast_syscall() {
                     s.k.syscall(&mut s.mem, &mut s.plat);
                     let step = s.event(CheckpointEvent::Syscall);

@@ -1,6 +1,8 @@
 //! The syscall fuzzer: boots a small system and issues well over 100,000 random
 //! syscalls with random numbers, slots, pointers and lengths, interleaved with ticks,
-//! interrupts, faults and random descriptor bytes in task memory; commit watches are
+//! interrupts, faults and random descriptor bytes in task memory; IPC buffers are set
+//! at random spots (aligned or not, in or out of a task's own memory) and messages name
+//! them with random lengths; commit watches are
 //! registered with random blocks and bits and flags (persist callbacks and servers), and
 //! the checkpoint cycle hears of every syscall, tick and an occasional power failure,
 //! as it does from the device's glue: every syscall tries the fast path first, held to
@@ -20,7 +22,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use amber_core::{
-    abi::{Error, Sysno, TaskState, NO_SLOT},
+    abi::{ipc_buffer_msg, Error, Sysno, TaskState, IPC_BUFFER_MSG, NO_SLOT},
     CapSpec, CheckpointConfig, CheckpointEvent, Fault, FaultPolicy, Kernel, MemKind, Step,
 };
 use common::{
@@ -93,11 +95,38 @@ fn arg(own: usize, i: usize, w: u32) -> u32 {
         (2, 0..=9) => v % 32,
         (2, 10 | 11) => v % 300,
         (3 | 4, 0..=9) => v % 200,
-        (5, 0..=5) => 0,
+        (5, 0..=3) => 0,
+        (5, 4 | 5) => buffer_msg(v),
         (5, 6..=13) => any_spot(own, v),
         (_, 13) => NO_SLOT,
         (_, 14) => MEM_BASE + v % MEM_SIZE,
         _ => wild,
+    }
+}
+
+/// `a5` naming the IPC buffer: mostly a length that fits, sometimes one over
+/// `MAX_MSG_BYTES`.
+fn buffer_msg(v: u32) -> u32 {
+    ipc_buffer_msg(if v.is_multiple_of(8) {
+        (v >> 3) % 0x1000
+    } else {
+        (v >> 3) % 257
+    } as u16)
+}
+
+/// A `SetIpcBuffer` pointer for task `own`: sometimes 0 (none), mostly an aligned spot
+/// of its data, sometimes unaligned, its read-only code, the shared MemObj (not own
+/// memory), straddling the end of its data region, or anything.
+fn ipc_buffer_ptr(own: usize, w: u32) -> u32 {
+    let v = w >> 3;
+    match w % 8 {
+        0 => 0,
+        1 => common::code(own) + 4 * (v % (CODE_SIZE / 4)),
+        2 => SHARED_BASE + 4 * (v % 0x40),
+        3 => data(own) + (TASK_SIZE - CODE_SIZE) - 4 * (v % 67),
+        4 => w.rotate_left(7),
+        5 => spot(own, v % SPOTS) + 1 + v % 3,
+        _ => spot(own, v % SPOTS) & !3,
     }
 }
 
@@ -332,6 +361,8 @@ const CYCLE: CheckpointConfig = CheckpointConfig {
 static SYSCALLS: AtomicU64 = AtomicU64::new(0);
 /// Syscalls the fast path took: Null, Call, ReplyRecv.
 static FAST: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+/// Of those, the ones whose message named the caller's IPC buffer.
+static FAST_BUFFER: AtomicU64 = AtomicU64::new(0);
 static OUTCOMES: [[AtomicU64; 16]; Sysno::ALL.len()] =
     [const { [const { AtomicU64::new(0) }; 16] }; Sysno::ALL.len()];
 static PERSIST_PHASES: AtomicU64 = AtomicU64::new(0);
@@ -413,13 +444,17 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
                 let own = s.k.task_name(t).as_bytes()[0].wrapping_sub(b'a') as usize % TASKS;
                 let mut args: [u32; 6] = std::array::from_fn(|i| arg(own, i, args[i]));
                 if ipc {
-                    // Slot 0 or 1 (endpoints in every task), no descriptor or a spot.
+                    // Slot 0 or 1 (endpoints in every task); no descriptor, the IPC
+                    // buffer or a spot.
                     args[0] = raw_a0 % 2;
-                    args[5] = if raw_a4 % 4 != 0 {
-                        0
-                    } else {
-                        any_spot(own, raw_a4 >> 2)
+                    args[5] = match raw_a4 % 8 {
+                        0 => any_spot(own, raw_a4 >> 3),
+                        1..=3 => buffer_msg(raw_a4 >> 3),
+                        _ => 0,
                     };
+                }
+                if nr == Sysno::SetIpcBuffer as u32 {
+                    args[0] = ipc_buffer_ptr(own, raw_a0);
                 }
                 if nr == Sysno::CommitWatch as u32 {
                     args[0] = watch_ptr(own, raw_a0);
@@ -438,6 +473,9 @@ fn run(raw: Vec<(u8, [u32; 9])>) -> Result<(), TestCaseError> {
                         .position(|&k| k as u32 == nr);
                     prop_assert!(kind.is_some(), "the fast path took syscall {}", nr);
                     FAST[kind.unwrap_or(0)].fetch_add(1, Ordering::Relaxed);
+                    if args[5] >= IPC_BUFFER_MSG {
+                        FAST_BUFFER.fetch_add(1, Ordering::Relaxed);
+                    }
                 } else {
                     s.k.syscall(&mut s.mem, &mut s.plat);
                     let answer = Sysno::from_u32(nr) == Some(Sysno::Checkpoint);
@@ -513,11 +551,12 @@ fn random_syscalls_never_panic_and_keep_every_tree_invariant() {
     let n = SYSCALLS.load(Ordering::Relaxed);
     let fast = FAST.each_ref().map(|a| a.load(Ordering::Relaxed));
     let figures = format!(
-        "{n} syscalls ({} by the fast path, equal to the general path's: Null {}, Call {}, ReplyRecv {}), {} reboots, {} checkpoint/restore cycles, {} persist phases",
+        "{n} syscalls ({} by the fast path, equal to the general path's: Null {}, Call {}, ReplyRecv {}; {} of the calls through the IPC buffer), {} reboots, {} checkpoint/restore cycles, {} persist phases",
         fast.iter().sum::<u64>(),
         fast[0],
         fast[1],
         fast[2],
+        FAST_BUFFER.load(Ordering::Relaxed),
         REBOOTS.load(Ordering::Relaxed),
         POWER_CUTS.load(Ordering::Relaxed),
         PERSIST_PHASES.load(Ordering::Relaxed)
@@ -530,6 +569,11 @@ fn random_syscalls_never_panic_and_keep_every_tree_invariant() {
     assert!(
         fast.iter().all(|&f| f >= 100),
         "the fuzzer must drive each fast path at least 100 times: {fast:?}"
+    );
+    let buffer = FAST_BUFFER.load(Ordering::Relaxed);
+    assert!(
+        buffer >= 100,
+        "the fuzzer must drive the fast path through IPC buffers at least 100 times: {buffer}"
     );
     amber_test_summary::record(&format!(
         "syscall fuzz (host, kernel/core): {figures}; no panic, documented errors only, invariants held"

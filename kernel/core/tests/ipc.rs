@@ -1,12 +1,16 @@
 //! Synchronous IPC: Send, Call, Recv, Reply and ReplyRecv with message words, badges, bounded copies
-//! and capability transfer; blocking, waking and partner loss. Test names state the
+//! and capability transfer, through descriptors and IPC buffers; blocking, waking and
+//! partner loss. Test names state the
 //! property checked.
 //! These tests use the public API only; they must never reach into kernel internals.
 
 mod common;
 
 use amber_core::{
-    abi::{Error, IpcDesc, Sysno, TaskState, NO_SLOT},
+    abi::{
+        ipc_buffer_msg, Error, IpcBuffer, IpcDesc, Sysno, TaskState, IPC_BUFFER_MSG,
+        IPC_BUFFER_SIZE, MAX_MSG_BYTES, NO_SLOT,
+    },
     CapSpec, MemKind,
 };
 use common::{data, task, Sys, ALL, D, G, R, RW, SHARED_BASE, W};
@@ -687,4 +691,195 @@ fn a_receive_buffer_that_became_invalid_while_waiting_fails_the_receiver_not_the
         TaskState::Blocked,
         "the sender waits for a receiver that can take the message"
     );
+}
+
+/// `SetIpcBuffer` as `name`: its status.
+fn set_buffer(s: &mut Sys, name: &str, at: u32) -> Result<(), Error> {
+    s.sys(name, Sysno::SetIpcBuffer, [at, 0, 0, 0, 0, 0])
+        .status()
+}
+
+#[test]
+fn an_ipc_buffer_must_be_aligned_and_all_in_the_tasks_own_read_write_memory() {
+    const SHARED: [CapSpec; 2] = [
+        SRV_EP,
+        CapSpec::MemObj {
+            base: SHARED_BASE,
+            len: 0x1000,
+            rights: RW,
+            kind: MemKind::Checkpointed,
+        },
+    ];
+    let mut s = Sys::boot(&[task("srv", 1, &SHARED)]);
+    let data_end = data(0) + (common::TASK_SIZE - common::CODE_SIZE);
+    let refused = [
+        (data(0) + 2, "unaligned"),
+        (common::code(0), "in read-only code"),
+        (data_end - IPC_BUFFER_SIZE + 4, "past the end of its data"),
+        (
+            SHARED_BASE,
+            "in a MemObj it holds (a capability can be revoked)",
+        ),
+        (data(1), "in another task's memory"),
+        (IPC_BUFFER_MSG, "in the top page"),
+    ];
+    for (at, what) in refused {
+        assert_eq!(
+            set_buffer(&mut s, "srv", at),
+            Err(Error::BadPointer),
+            "{what}"
+        );
+    }
+    assert_eq!(
+        set_buffer(&mut s, "srv", data_end - IPC_BUFFER_SIZE),
+        Ok(())
+    );
+    assert_eq!(
+        set_buffer(&mut s, "srv", data(0) + 1),
+        Err(Error::BadPointer)
+    );
+    // The refused call kept the buffer: a message into it lands there.
+    s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, ipc_buffer_msg(0)]);
+    assert_eq!(
+        s.state("srv"),
+        TaskState::Blocked,
+        "it receives into the kept buffer"
+    );
+    s.k.check_invariants().unwrap();
+}
+
+#[test]
+fn bytes_go_between_ipc_buffers_and_descriptors_either_way() {
+    let mut s = pair();
+    let (srv_buf, cli_buf) = (data(0) + 0x100, data(1) + 0x200);
+    assert_eq!(set_buffer(&mut s, "srv", srv_buf), Ok(()));
+    assert_eq!(set_buffer(&mut s, "cli", cli_buf), Ok(()));
+    let at = |b: u32| b + IpcBuffer::BYTES_OFFSET;
+    let words = |s: &Sys, b: u32| {
+        let w = s.mem.get(b, 12);
+        [0, 4, 8].map(|i| u32::from_le_bytes(w[i..i + 4].try_into().unwrap()))
+    };
+    // Buffer to buffer: a Call of 40 bytes, received in the server's buffer.
+    let hello: Vec<u8> = (0..40u8).map(|i| i ^ 0x5A).collect();
+    s.mem.put(at(cli_buf), &hello);
+    s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, ipc_buffer_msg(0)]);
+    s.sys("cli", Sysno::Call, [0, 1, 2, 3, 4, ipc_buffer_msg(40)]);
+    assert_eq!(s.regs("srv").r, [1, 2, 3, 4, 0xB]);
+    assert_eq!(s.mem.get(at(srv_buf), 40), hello);
+    assert_eq!(
+        words(&s, srv_buf),
+        [40, 40, 0],
+        "got_len, sent_len, got_cap"
+    );
+    // Descriptor to buffer: the server replies from a descriptor's buffer into the
+    // client's IPC buffer, which it also sent from.
+    let reply: Vec<u8> = (0..9u8).collect();
+    s.mem.put(data(0), &reply);
+    put_desc(
+        &mut s,
+        data(0) + 0x40,
+        IpcDesc {
+            send_ptr: data(0),
+            send_len: 9,
+            ..IpcDesc::EMPTY
+        },
+    );
+    assert_eq!(
+        s.sys("srv", Sysno::Reply, [0, 5, 6, 7, 8, data(0) + 0x40])
+            .status(),
+        Ok(())
+    );
+    assert_eq!(s.regs("cli").r[..4], [5, 6, 7, 8]);
+    assert_eq!(s.mem.get(at(cli_buf), 9), reply);
+    assert_eq!(words(&s, cli_buf), [9, 9, 0]);
+    // Buffer to descriptor, truncated by the descriptor's 16 bytes.
+    put_desc(
+        &mut s,
+        data(0) + 0x40,
+        IpcDesc {
+            recv_ptr: data(0),
+            recv_len: 16,
+            ..IpcDesc::EMPTY
+        },
+    );
+    let sent = s.mem.get(at(cli_buf), 16);
+    s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, data(0) + 0x40]);
+    s.sys("cli", Sysno::Send, [0, 0, 0, 0, 0, ipc_buffer_msg(40)]);
+    assert_eq!(s.mem.get(data(0), 16), sent);
+    let d = get_desc(&s, data(0) + 0x40);
+    assert_eq!((d.got_len, d.sent_len), (16, 40));
+    s.k.check_invariants().unwrap();
+}
+
+#[test]
+fn a_buffer_message_needs_a_buffer_a_length_that_fits_and_carries_no_capability() {
+    let mut s = pair();
+    s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, ipc_buffer_msg(0)]);
+    // The server has no buffer: the waiting receiver fails, the sender blocks.
+    s.sys("cli", Sysno::Send, [0, 0, 0, 0, 0, 0]);
+    assert_eq!(s.regs("srv").status(), Err(Error::BadPointer));
+    assert_eq!(s.state("cli"), TaskState::Blocked);
+    let mut s = pair();
+    assert_eq!(
+        s.sys("cli", Sysno::Send, [0, 0, 0, 0, 0, ipc_buffer_msg(4)])
+            .status(),
+        Err(Error::BadPointer),
+        "a sender with no buffer"
+    );
+    assert_eq!(set_buffer(&mut s, "cli", data(1)), Ok(()));
+    assert_eq!(
+        s.sys(
+            "cli",
+            Sysno::Send,
+            [0, 0, 0, 0, 0, ipc_buffer_msg(MAX_MSG_BYTES as u16 + 1)]
+        )
+        .status(),
+        Err(Error::TooLong)
+    );
+    // A capability sent to a thread receiving into its buffer is refused.
+    assert_eq!(set_buffer(&mut s, "srv", data(0)), Ok(()));
+    s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, ipc_buffer_msg(0)]);
+    put_desc(
+        &mut s,
+        data(1) + 0x200,
+        IpcDesc {
+            send_cap: 1,
+            ..IpcDesc::EMPTY
+        },
+    );
+    assert_eq!(
+        s.sys("cli", Sysno::Send, [0, 0, 0, 0, 0, data(1) + 0x200])
+            .status(),
+        Err(Error::NoReceiveSlot)
+    );
+    assert_eq!(
+        s.state("srv"),
+        TaskState::Blocked,
+        "the receiver keeps waiting"
+    );
+}
+
+#[test]
+fn a_thread_that_exits_or_restarts_has_no_ipc_buffer() {
+    for restart in [false, true] {
+        let mut tasks = [task("srv", 1, &[SRV_EP]), task("cli", 1, &[CLI_EP])];
+        if restart {
+            tasks[0].fault = amber_core::FaultPolicy::Restart;
+        }
+        let mut s = Sys::boot(&tasks);
+        assert_eq!(set_buffer(&mut s, "srv", data(0)), Ok(()));
+        if restart {
+            s.switch_to("srv");
+            s.k.fault(amber_core::Fault::StoreAccess, 0);
+            assert_eq!(
+                s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, ipc_buffer_msg(0)])
+                    .status(),
+                Err(Error::BadPointer),
+                "the restarted thread must set its buffer again"
+            );
+        } else {
+            s.sys("srv", Sysno::Exit, [0; 6]);
+        }
+        s.k.check_invariants().unwrap();
+    }
 }

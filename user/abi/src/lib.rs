@@ -46,6 +46,7 @@
 //! | 24 | `ReplyRecv` | a0 = endpoint slot, a1..a4 = reply words, a5 = [`IpcDesc`] ptr or 0 (its send half for the reply, its receive half for the message) | as `Recv` | a reply the caller owes is given first, as `Reply` (none owed: a plain `Recv`); when the reply's own message or descriptor is invalid, its error and nothing received; else as `Recv` |
 //! | 25 | `NvmRead` | a0 = slot of an `eternal` MemObj or an NvmRegion, a1 = offset in it, a2 = buffer ptr, a3 = len (≤ [`MAX_NVM_TRANSFER`]) | – (the bytes are in the buffer) | slot errors (`WrongKind`: another kind, or a MemObj that is not eternal), `NoRights` (READ), `TooLong`, `BadArgument` (the range leaves the grant), `BadPointer` (the buffer: WRITE), `NvmFailed` |
 //! | 26 | `NvmWrite` | as `NvmRead` | – (the bytes reached the NVM, in the order of the kernel's own stores: a power cut may tear this write as it would any store) | as `NvmRead`, with WRITE on the grant and READ on the buffer |
+//! | 27 | `SetIpcBuffer` | a0 = the caller's [`IpcBuffer`], 0 = none | – | `BadPointer` (not 4-byte aligned, or its [`IPC_BUFFER_SIZE`] bytes not in one of the task's own non-device regions it may READ and WRITE: memory capabilities do not count); a failed call keeps the old buffer |
 //!
 //! "Slot errors" are `BadSlot`, `EmptySlot`, `WrongKind`. "Descriptor errors" are
 //! `BadPointer`, `TooLong`, `BadSlot`, `EmptySlot`, `NoRights` (the transferred cap
@@ -54,8 +55,13 @@
 //!
 //! # Messages
 //!
-//! Send, Call, Reply and ReplyRecv carry four words in `a1..a4`. With a descriptor (`a5` ≠ 0, an
-//! [`IpcDesc`] in the caller's memory) a message also carries up to [`MAX_MSG_BYTES`]
+//! Send, Call, Reply and ReplyRecv carry four words in `a1..a4`. `a5` says what else
+//! ([`MsgBytes::of`]): 0 nothing, [`ipc_buffer_msg`]`(len)` the caller's IPC buffer
+//! ([`IpcBuffer`], registered once by `SetIpcBuffer`, the fast way to move bytes: see
+//! there), anything else a descriptor. Either way the other side may use the other.
+//! Where the tables say "descriptor errors", a buffer message gives `BadPointer` when
+//! the caller registered no buffer and `TooLong` when `len` is over [`MAX_MSG_BYTES`].
+//! With a descriptor (an [`IpcDesc`] in the caller's memory) a message also carries up to [`MAX_MSG_BYTES`]
 //! bytes copied from the sender's buffer into the receiver's, and optionally one
 //! capability: the sender names a slot it holds with GRANT, the receiver names the
 //! empty slot it receives into. The capability is copied, not moved, and is recorded as
@@ -130,7 +136,10 @@ mod sysno;
 mod watch;
 
 pub use error::Error;
-pub use ipc::{IpcDesc, IPC_DESC_SIZE, MAX_DEBUG_WRITE, MAX_MSG_BYTES, MSG_WORDS, NO_SLOT};
+pub use ipc::{
+    ipc_buffer_msg, IpcBuffer, IpcDesc, MsgBytes, IPC_BUFFER_MSG, IPC_BUFFER_SIZE, IPC_DESC_SIZE,
+    MAX_DEBUG_WRITE, MAX_MSG_BYTES, MSG_WORDS, NO_SLOT,
+};
 
 /// The most bytes one `NvmRead` or `NvmWrite` moves (the kernel copies through a
 /// buffer of this size on its stack).

@@ -64,11 +64,13 @@ pub enum Sysno {
     /// Writes bytes from the caller's memory to an NVM grant through the kernel's NVM
     /// driver: on a serial bus the one way a task reaches the chip the kernel shares.
     NvmWrite = 26,
+    /// Registers the caller's IPC buffer (checked once, here), or removes it.
+    SetIpcBuffer = 27,
 }
 
 impl Sysno {
     /// Every syscall, in number order.
-    pub const ALL: [Sysno; 27] = [
+    pub const ALL: [Sysno; 28] = [
         Sysno::Null,
         Sysno::Yield,
         Sysno::Exit,
@@ -96,6 +98,7 @@ impl Sysno {
         Sysno::ReplyRecv,
         Sysno::NvmRead,
         Sysno::NvmWrite,
+        Sysno::SetIpcBuffer,
     ];
 
     /// The syscall with number `n`, or `None` for an unknown number.

@@ -54,7 +54,7 @@ impl MemObj {
             len: r.u32()?,
             kind: r.mem_kind()?,
         };
-        if m.len == 0 || m.base.checked_add(m.len - 1).is_none() {
+        if !crate::spec::memory_range_ok(m.base, m.len) {
             return Err(r.bad_value("memory range"));
         }
         Ok(m)

@@ -314,6 +314,7 @@ mod tests {
             reply_to: Some(ThreadId(id(9))),
             exit_code: 5,
             watch: None,
+            ipc_buffer: Some(0x8000_0900),
         })
     }
 

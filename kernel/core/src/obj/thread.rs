@@ -48,12 +48,13 @@ pub(crate) enum ThreadState {
 
 /// A thread.
 ///
-/// # Checkpoint record (version 2, 182 bytes)
+/// # Checkpoint record (version 4, 186 bytes)
 ///
 /// | offset | size | meaning |
 /// |--------|------|---------|
-/// | 0 | 2 | header: version 2, kind `Thread` (2) |
-/// | 2 | 128 | `ctx.regs`, x0..x31, u32 each |
+/// | 0 | 2 | header: version 4, kind `Thread` (2) |
+/// | 2 | 4 | `ipc_buffer`: its address (4-byte aligned, in the group's own memory), 0 = none |
+/// | 6 | 124 | `ctx.regs`, x1..x31, u32 each |
 /// | 130 | 4 | `ctx.pc` |
 /// | 134 | 2 | `group` (ObjId) |
 /// | 136 | 1 | state: 0 Ready, 1 Exited, 2 Send, 3 Recv, 4 Reply, 5 Notification, 6 Irq |
@@ -73,7 +74,8 @@ pub(crate) enum ThreadState {
 /// | 178 | 4 | `watch` restore bits |
 /// | 182 | 4 | `watch` flags (`WatchFlags` bits: 1 persist callback, 2 serves persist) |
 ///
-/// Version 2 added the commit watch (168..182), version 3 its flags (182..186). Nothing
+/// Version 2 added the commit watch (168..182), version 3 its flags (182..186), version
+/// 4 the IPC buffer where `x0` was (hard-wired zero, it was always stored as 0). Nothing
 /// in a Thread is derived, so everything is stored (the value a watch read for the
 /// checkpoint being taken is not the thread's: see watch.rs). One state is stored as
 /// another: a thread blocked in `Checkpoint` is written as Ready with `a0` = 0, which
@@ -104,6 +106,10 @@ pub(crate) struct Thread {
     pub exit_code: u32,
     /// The commit watch (`CommitWatch`), if any; never on an exited thread.
     pub watch: Option<Watch>,
+    /// The IPC buffer (`SetIpcBuffer`): where its [`crate::abi::IpcBuffer`] lies, all
+    /// of it in one of the group's own regions the thread may read and write (checked
+    /// when set; own regions never change). Never on an exited thread.
+    pub ipc_buffer: Option<u32>,
 }
 
 /// The exit code recorded for a task ended by a fault.
@@ -121,7 +127,7 @@ impl Thread {
 }
 
 /// The layout version of Thread records.
-const VERSION: RecordVersion = RecordVersion(3);
+const VERSION: RecordVersion = RecordVersion(4);
 /// Bytes in a Thread record.
 pub(crate) const RECORD_LEN: usize = 168 + WATCH_RECORD_LEN;
 
@@ -146,8 +152,9 @@ impl Thread {
             }
             s => s,
         };
-        for r in regs {
-            w.u32(r);
+        w.u32(self.ipc_buffer.unwrap_or(0));
+        for r in &regs[1..] {
+            w.u32(*r);
         }
         w.u32(self.ctx.pc);
         w.obj(self.group);
@@ -188,8 +195,13 @@ impl Thread {
     /// Whether the objects it names exist and fit is checked later, on the whole tree.
     pub(crate) fn decode(r: &mut Reader) -> Result<Thread, RestoreError> {
         r.header(VERSION, ObjKind::Thread)?;
+        let ipc_buffer = match r.u32()? {
+            0 => None,
+            at if at.is_multiple_of(4) => Some(at),
+            _ => return Err(r.bad_value("IPC buffer address")),
+        };
         let mut ctx = Context::ZERO;
-        for reg in ctx.regs.iter_mut() {
+        for reg in ctx.regs[1..].iter_mut() {
             *reg = r.u32()?;
         }
         ctx.pc = r.u32()?;
@@ -248,6 +260,7 @@ impl Thread {
             reply_to,
             exit_code,
             watch,
+            ipc_buffer,
         })
     }
 }

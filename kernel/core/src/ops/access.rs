@@ -46,7 +46,7 @@ pub(crate) fn own_region_allowing(
 
 /// [`own_regions_allow`], trying `near` (one of the group's own regions) first: the
 /// same answer, found at once when a buffer lies where its descriptor does.
-#[inline]
+#[inline(always)]
 pub(crate) fn own_regions_allow_near(
     g: &CapGroup,
     near: &RegionSpec,

@@ -12,7 +12,7 @@ use crate::{
         Cap, CapGroup, CapRef, Endpoint, IrqNotification, MemObj, Notification, NvmRegion, Object,
         TaskName, Thread, ThreadState, Timer,
     },
-    spec::{BootError, CapSpec, TaskSpec},
+    spec::{memory_range_ok, BootError, CapSpec, TaskSpec},
     MAX_OBJECTS, MAX_REGIONS, MAX_TASKS, SLOTS,
 };
 
@@ -123,6 +123,7 @@ impl Kernel {
                 reply_to: None,
                 exit_code: 0,
                 watch: None,
+                ipc_buffer: None,
             }))
             .ok_or(BootError::OutOfObjects)?;
         let t = ThreadId(th);
@@ -155,7 +156,6 @@ impl Kernel {
                 Err(BootError::BadRights { task: i })
             }
         };
-        let range_ok = |base: u32, len: u32| len != 0 && base.checked_add(len - 1).is_some();
         Ok(match *cs {
             CapSpec::Endpoint {
                 name,
@@ -193,7 +193,7 @@ impl Kernel {
                 len,
                 rights,
             } => {
-                if !range_ok(offset, len) {
+                if len == 0 || offset.checked_add(len - 1).is_none() {
                     return Err(BootError::BadRange { task: i });
                 }
                 let obj = self.new_obj(Object::NvmRegion(NvmRegion { offset, len }))?;
@@ -205,7 +205,7 @@ impl Kernel {
                 rights,
                 kind,
             } => {
-                if !range_ok(base, len) {
+                if !memory_range_ok(base, len) {
                     return Err(BootError::BadRange { task: i });
                 }
                 let obj = self.new_obj(Object::MemObj(MemObj { base, len, kind }))?;

@@ -2,8 +2,9 @@
 //! [`Kernel::check_invariants`] after every operation they care about; the kernel itself
 //! never depends on it. This file must never change state.
 
+use super::access::own_regions_allow;
 use crate::{
-    abi::{ObjKind, Rights},
+    abi::{ObjKind, Rights, IPC_BUFFER_SIZE},
     ids::{ObjId, ThreadId},
     kernel::Kernel,
     obj::{Block, CapRef, Object, ThreadState},
@@ -140,8 +141,8 @@ impl Kernel {
                 }
                 Object::MemObj(m) => {
                     check(
-                        m.len != 0 && m.base.checked_add(m.len - 1).is_some(),
-                        "a MemObj range is nonempty and does not wrap",
+                        crate::spec::memory_range_ok(m.base, m.len),
+                        "a MemObj range is nonempty and below MEMORY_END",
                     )?;
                 }
                 Object::NvmRegion(n) => {
@@ -270,6 +271,19 @@ impl Kernel {
             check(
                 th.state != ThreadState::Exited,
                 "an exited thread has no commit watch",
+            )?;
+        }
+        if let Some(b) = th.ipc_buffer {
+            check(
+                th.state != ThreadState::Exited,
+                "an exited thread has no IPC buffer",
+            )?;
+            check(
+                b.is_multiple_of(4)
+                    && self.group(th.group).is_some_and(|g| {
+                        own_regions_allow(g, b, IPC_BUFFER_SIZE, Rights::READ | Rights::WRITE)
+                    }),
+                "an IPC buffer is aligned and lies in its group's own read-write memory",
             )?;
         }
         if let Some(c) = th.reply_to {

@@ -1,7 +1,10 @@
 //! Synchronous IPC over endpoints: Send, Call, Recv, Reply and ReplyRecv (a server's
 //! Reply and its next Recv in one trap). A message is
 //! four register words, a badge, an optional bounded copy of bytes and an optional
-//! capability transfer, and it is delivered whole or not at all. Both sides are
+//! capability transfer, and it is delivered whole or not at all. The bytes go from a
+//! descriptor's buffer or the sender's IPC buffer to a descriptor's buffer or the
+//! receiver's IPC buffer (`a5`, [`MsgBytes`]); an IPC buffer was checked once, when
+//! it was set, and lies in its task's own memory, which never changes. Both sides are
 //! re-validated at the moment of delivery (a MemObj cap may have been revoked while a
 //! partner waited). Each side's descriptor is read and checked once per delivery: the
 //! caller's own at the syscall, a waiting partner's when the message reaches it. Wait
@@ -20,10 +23,13 @@
 //!   `reply_to` always names a thread blocked waiting for that server's reply.
 //! - A transferred capability is recorded as derived from the sender's.
 
-use super::access::{own_region_allowing, own_regions_allow_near};
+use super::access::{own_region_allowing, own_regions_allow, own_regions_allow_near};
 use super::outcome::{Outcome, Results};
 use crate::{
-    abi::{Error, IpcDesc, ObjKind, Rights, Sysno, IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT},
+    abi::{
+        Error, IpcBuffer, IpcDesc, MsgBytes, ObjKind, Rights, Sysno, IPC_BUFFER_SIZE,
+        IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT,
+    },
     ids::{ObjId, ThreadId},
     kernel::Kernel,
     obj::{Block, Cap, CapGroup, CapRef, ThreadState},
@@ -51,7 +57,9 @@ struct SendPart {
 /// A receiver's validated buffers.
 #[derive(Clone, Copy)]
 struct RecvPart {
-    desc: u32,
+    /// Where the three result words go (a descriptor's `got_len`, or an IPC
+    /// buffer's); 0 = nowhere.
+    out: u32,
     ptr: u32,
     len: u32,
     slot: Option<CapRef>,
@@ -67,21 +75,47 @@ impl SendPart {
             cap: None,
         }
     }
+
+    /// A message of `words` and the first `len` bytes of the IPC buffer at `buf`
+    /// (checked when it was set), or `TooLong`.
+    #[inline(always)]
+    fn buffer(words: [u32; 4], buf: u32, len: u32) -> Result<SendPart, Error> {
+        if len > MAX_MSG_BYTES {
+            return Err(Error::TooLong);
+        }
+        Ok(SendPart {
+            words,
+            ptr: buf + IpcBuffer::BYTES_OFFSET,
+            len,
+            cap: None,
+        })
+    }
 }
 
 impl RecvPart {
     /// Receiving register words alone.
     const NONE: RecvPart = RecvPart {
-        desc: 0,
+        out: 0,
         ptr: 0,
         len: 0,
         slot: None,
     };
+
+    /// Receiving into the IPC buffer at `buf` (checked when it was set).
+    #[inline(always)]
+    fn buffer(buf: u32) -> RecvPart {
+        RecvPart {
+            out: buf,
+            ptr: buf + IpcBuffer::BYTES_OFFSET,
+            len: MAX_MSG_BYTES,
+            slot: None,
+        }
+    }
 }
 
 /// The descriptor at `ptr` (checked): the six words the kernel reads, a word at a
 /// time where it is word aligned (the kernel's outputs are not read).
-#[inline]
+#[inline(always)]
 fn read_desc_words(mem: &mut dyn UserMemory, ptr: u32) -> IpcDesc {
     if !ptr.is_multiple_of(4) {
         let mut b = [0u8; IPC_DESC_SIZE as usize];
@@ -130,11 +164,15 @@ impl Kernel {
     /// so that a register-only message (a5 = 0), the common case, costs no call.
     #[inline(always)]
     fn send_part(&self, mem: &mut dyn UserMemory, t: ThreadId) -> Result<SendPart, Error> {
-        let ctx = &self.thread(t).ctx;
+        let th = self.thread(t);
+        let ctx = &th.ctx;
         let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
-        match ctx.arg(5) {
-            0 => Ok(SendPart::words(words)),
-            desc => {
+        match MsgBytes::of(ctx.arg(5)) {
+            MsgBytes::None => Ok(SendPart::words(words)),
+            MsgBytes::Buffer { len } => {
+                SendPart::buffer(words, th.ipc_buffer.ok_or(Error::BadPointer)?, len)
+            }
+            MsgBytes::Desc(desc) => {
                 let d = self.read_desc(mem, t, desc, Rights::READ)?;
                 self.send_desc(t, words, &d)
             }
@@ -160,13 +198,15 @@ impl Kernel {
         })
     }
 
-    /// Validates where thread `t` receives (descriptor a5, read and written). Inlined
-    /// as [`Kernel::send_part`] is.
+    /// Validates where thread `t` receives (descriptor a5, read and written, or its
+    /// IPC buffer). Inlined as [`Kernel::send_part`] is.
     #[inline(always)]
     fn recv_part(&self, mem: &mut dyn UserMemory, t: ThreadId) -> Result<RecvPart, Error> {
-        match self.thread(t).ctx.arg(5) {
-            0 => Ok(RecvPart::NONE),
-            desc => {
+        let th = self.thread(t);
+        match MsgBytes::of(th.ctx.arg(5)) {
+            MsgBytes::None => Ok(RecvPart::NONE),
+            MsgBytes::Buffer { .. } => th.ipc_buffer.map(RecvPart::buffer).ok_or(Error::BadPointer),
+            MsgBytes::Desc(desc) => {
                 let d = self.read_desc(mem, t, desc, Rights::READ | Rights::WRITE)?;
                 self.recv_desc(t, desc, &d)
             }
@@ -182,7 +222,7 @@ impl Kernel {
             Some(self.empty_slot(t, d.recv_slot)?)
         };
         Ok(RecvPart {
-            desc,
+            out: desc + IpcDesc::OUT_OFFSET,
             ptr: d.recv_ptr,
             len: d.recv_len,
             slot,
@@ -227,14 +267,11 @@ impl Kernel {
         transfer: Option<(CapRef, Cap, CapRef)>,
     ) {
         let n = sp.len.min(rp.len).min(MAX_MSG_BYTES);
-        // The result words sit at OUT_OFFSET, in range: recv_part checked all
-        // IPC_DESC_SIZE bytes at `desc`, and OUT_OFFSET + 12 == IPC_DESC_SIZE.
-        let out_at = match rp.desc {
-            0 => 0,
-            desc => desc.wrapping_add(IpcDesc::OUT_OFFSET),
-        };
-        if n > 0 || out_at != 0 {
-            mem.deliver(sp.ptr, rp.ptr, n, out_at, sp.len, transfer.is_some());
+        // The result words are in range: recv_part checked all IPC_DESC_SIZE bytes of
+        // a descriptor (and OUT_OFFSET + 12 == IPC_DESC_SIZE), or all of an IPC buffer
+        // when it was set.
+        if n > 0 || rp.out != 0 {
+            mem.deliver(sp.ptr, rp.ptr, n, rp.out, sp.len, transfer.is_some());
         }
         if let Some((from, cap, dst)) = transfer {
             self.install(
@@ -422,14 +459,16 @@ impl Kernel {
         let Some(c) = self.thread(t).reply_to else {
             return self.recv(mem, t, None);
         };
-        let ctx = &self.thread(t).ctx;
-        let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
-        let (sp, read) = match ctx.arg(5) {
-            0 => (Ok(SendPart::words(words)), None),
-            desc => match self.read_desc(mem, t, desc, Rights::READ) {
-                Ok(d) => (self.send_desc(t, words, &d), Some(d)),
+        let (sp, read) = match MsgBytes::of(self.thread(t).ctx.arg(5)) {
+            MsgBytes::Desc(desc) => match self.read_desc(mem, t, desc, Rights::READ) {
+                Ok(d) => {
+                    let ctx = &self.thread(t).ctx;
+                    let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
+                    (self.send_desc(t, words, &d), Some(d))
+                }
                 Err(e) => return Outcome::err(e),
             },
+            MsgBytes::None | MsgBytes::Buffer { .. } => (self.send_part(mem, t), None),
         };
         let replied = match sp {
             Ok(sp) => self.reply(mem, t, c, sp),
@@ -471,7 +510,7 @@ impl Kernel {
         let ctx = &th.ctx;
         let (slot, desc) = (ctx.arg(0), ctx.arg(5));
         let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
-        let (group, priority) = (th.group, th.priority);
+        let (group, priority, buffer) = (th.group, th.priority, th.ipc_buffer);
         let owed = if nr == Sysno::Call as u32 {
             None
         } else if nr == Sysno::ReplyRecv as u32 {
@@ -486,9 +525,10 @@ impl Kernel {
         };
         let cap = self.endpoint_cap(group, slot, need)?;
         let ep = cap.obj;
-        let sp = match desc {
-            0 => SendPart::words(words),
-            desc => self.fast_own_part(mem, group, words, desc)?,
+        let sp = match MsgBytes::of(desc) {
+            MsgBytes::None => SendPart::words(words),
+            MsgBytes::Buffer { len } => SendPart::buffer(words, buffer?, len).ok()?,
+            MsgBytes::Desc(desc) => self.fast_own_part(mem, group, words, desc)?,
         };
         let (r, badge, block) = match owed {
             None => {
@@ -509,9 +549,10 @@ impl Kernel {
         {
             return None;
         }
-        let rp = match partner.ctx.arg(5) {
-            0 => RecvPart::NONE,
-            desc => self.fast_recv_part(mem, partner.group, desc)?,
+        let rp = match MsgBytes::of(partner.ctx.arg(5)) {
+            MsgBytes::None => RecvPart::NONE,
+            MsgBytes::Buffer { .. } => RecvPart::buffer(partner.ipc_buffer?),
+            MsgBytes::Desc(desc) => self.fast_recv_part(mem, partner.group, desc)?,
         };
         // Nothing can refuse the delivery from here (no capability moves).
         self.move_bytes(mem, sp, rp, None);
@@ -549,18 +590,41 @@ impl Kernel {
 
     /// For the fast paths: where a waiting thread of group `g` receives, through its
     /// descriptor at `desc` ([`Kernel::recv_part`], against the group's own regions
-    /// only, and without a slot to receive a capability into).
+    /// only, and without a slot to receive a capability into). Inlined: it has one
+    /// caller, whose registers it shares.
+    #[inline(always)]
     fn fast_recv_part(&self, mem: &mut dyn UserMemory, g: ObjId, desc: u32) -> Option<RecvPart> {
         let g = self.group(g)?;
         let (d, near) = fast_desc(mem, g, desc)?;
         let ok = d.recv_slot == NO_SLOT
             && own_regions_allow_near(g, near, d.recv_ptr, d.recv_len, Rights::WRITE);
         ok.then_some(RecvPart {
-            desc,
+            out: desc + IpcDesc::OUT_OFFSET,
             ptr: d.recv_ptr,
             len: d.recv_len,
             slot: None,
         })
+    }
+
+    /// `SetIpcBuffer(ptr)`: makes the [`IpcBuffer`] at `ptr` thread `t`'s (0: none).
+    /// It must be 4-byte aligned (the kernel copies it in words) and lie in one of the
+    /// group's own regions `t` may read and write, never device memory: own regions
+    /// never change, so this one check holds for as long as the thread lives, where a
+    /// MemObj capability could be revoked. A refused call keeps the old buffer.
+    pub(crate) fn sys_set_ipc_buffer(&mut self, t: ThreadId, ptr: u32) -> Result<(), Error> {
+        let buffer = match ptr {
+            0 => None,
+            ptr if ptr.is_multiple_of(4)
+                && self.group(self.thread(t).group).is_some_and(|g| {
+                    own_regions_allow(g, ptr, IPC_BUFFER_SIZE, Rights::READ | Rights::WRITE)
+                }) =>
+            {
+                Some(ptr)
+            }
+            _ => return Err(Error::BadPointer),
+        };
+        self.thread_mut(t).ipc_buffer = buffer;
+        Ok(())
     }
 
     /// Forgets the reply `t` owes, waking that caller with `PeerGone`.

@@ -46,13 +46,14 @@ impl Kernel {
     }
 
     /// Ends thread `t` (state Exited, never scheduled again; its CapGroup and caps
-    /// stay; its commit watch ends). A caller waiting for its reply gets `PeerGone`.
+    /// stay; its commit watch and IPC buffer end). A caller waiting for its reply gets `PeerGone`.
     pub(crate) fn exit_thread(&mut self, t: ThreadId, code: u32) {
         self.release_partners(t);
         self.set_state(t, ThreadState::Exited);
         let th = self.thread_mut(t);
         th.exit_code = code;
         th.watch = None;
+        th.ipc_buffer = None;
         log::info!(
             "task {} exited with code {:#x}",
             self.group_of(t).name,
@@ -60,13 +61,14 @@ impl Kernel {
         );
     }
 
-    /// Starts `t` again at its entry with a fresh context and no commit watch (the
-    /// restarted code has not asked for one); its caps are kept.
+    /// Starts `t` again at its entry with a fresh context, no commit watch and no IPC
+    /// buffer (the restarted code has not asked for them); its caps are kept.
     fn restart_thread(&mut self, t: ThreadId) {
         self.release_partners(t);
         let th = self.thread_mut(t);
         th.ctx = Context::start(th.entry, th.stack_top);
         th.watch = None;
+        th.ipc_buffer = None;
         self.make_ready(t);
     }
 

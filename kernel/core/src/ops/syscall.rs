@@ -161,6 +161,7 @@ impl Kernel {
             Sysno::PersistDone => self.sys_persist_done(t, a[0]),
             Sysno::NvmRead => done(self.sys_nvm(t, false, a, mem, plat)),
             Sysno::NvmWrite => done(self.sys_nvm(t, true, a, mem, plat)),
+            Sysno::SetIpcBuffer => done(self.sys_set_ipc_buffer(t, a[0])),
         }
     }
 
