@@ -1,8 +1,9 @@
 """Single-steps one warm IPC round trip of the bench app under QEMU's gdb stub.
 
 Run by profile.sh inside gdb-multiarch (`gdb -batch -x trace.py`), never on its own.
-It stops at the trap entry when the client's `Call` (a7 = 5) traps with a descriptor
-(a5 != 0) or without one, lets SKIP such calls pass so that the measured one is warm,
+It stops at the trap entry when the client's `Call` (a7 = 5) traps with the `a5` MSG
+asks for (`desc`: a descriptor, `buf`: the IPC buffer, `none`: neither), lets SKIP such
+calls pass so that the measured one is warm,
 masks the timer in `mie` while it steps, and writes the pc of every instruction up to
 the one after that `ecall` to OUT. `ecall` and `mret` are crossed by breakpoints at the
 trap entry and at `mepc`, since a single step does not follow them. It only reads the
@@ -14,7 +15,7 @@ import gdb
 
 ENTRY = int(os.environ["ENTRY"], 16)
 SKIP = int(os.environ.get("SKIP", "20"))
-WITH_DESC = os.environ.get("DESC", "1") == "1"
+MSG = os.environ.get("MSG", "desc")
 OUT = os.environ["OUT"]
 PORT = os.environ.get("PORT", "1234")
 LIMIT = 20000
@@ -33,7 +34,12 @@ def main():
     gdb.execute("set pagination off")
     gdb.execute("set confirm off")
     gdb.execute(f"target remote :{PORT}")
-    cond = f"$a7 == 5 && $a5 {'!=' if WITH_DESC else '=='} 0"
+    a5 = {
+        "desc": "$a5 != 0 && (unsigned) $a5 < 0xFFFFF000",
+        "buf": "(unsigned) $a5 >= 0xFFFFF000",
+        "none": "$a5 == 0",
+    }[MSG]
+    cond = f"$a7 == 5 && {a5}"
     gdb.execute(f"break *{ENTRY:#x} if {cond}")
     gdb.execute(f"ignore 1 {SKIP}")
     gdb.execute("continue")

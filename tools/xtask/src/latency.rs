@@ -232,10 +232,14 @@ pub fn svg(title: &str, series: &[(&str, &[u32])]) -> String {
 }
 
 /// The series `cargo xtask bench` draws: the guest's sample name and its label.
-const SERIES: [(&str, &str); 4] = [
+const SERIES: [(&str, &str); 5] = [
     ("null", "null syscall"),
     ("ipc", "IPC round trip (Call + ReplyRecv, 4 words)"),
-    ("ipc64", "IPC round trip with 64 B each way"),
+    ("ipc64", "IPC round trip with 64 B each way (descriptors)"),
+    (
+        "ipc64buf",
+        "IPC round trip with 64 B each way (IPC buffers)",
+    ),
     ("get_ref", "heap service get_ref, 4 B, object resident"),
 ];
 

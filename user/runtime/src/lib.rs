@@ -13,6 +13,7 @@
 
 mod console;
 mod counters;
+mod ipc_buffer;
 mod rng;
 #[cfg(target_os = "none")]
 mod rt;
@@ -21,9 +22,10 @@ mod setting;
 mod sys;
 
 pub use amber_abi as abi;
-pub use amber_abi::{Error, IpcDesc, Rights, WatchFlags};
+pub use amber_abi::{Error, IpcBuffer, IpcDesc, Rights, WatchFlags};
 pub use console::{_print, Console};
 pub use counters::{cycles, instret, spend_cycles};
+pub use ipc_buffer::IpcBuf;
 pub use rng::Rng;
 pub use samples::sample;
 pub use setting::{build_setting, Memory};

@@ -6,10 +6,13 @@
 //! to the checker (reserved: never an argument of a fuzzed call). The fuzzer skips
 //! `Exit` and any wait (Recv, Wait, IrqWait) on a capability that could block it
 //! forever, which it finds out with `CapInfo` first; everything else goes through.
+//! `a5` often names the IPC buffer, and `SetIpcBuffer` gets random pointers, except
+//! that one into task memory becomes the fuzzer's own spare buffer (a buffer over its
+//! stack would let the kernel's result words overwrite the fuzzer's frames).
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-use amber_user::abi::{ObjKind, Sysno};
+use amber_user::abi::{ipc_buffer_msg, IpcBuffer, ObjKind, Sysno, IPC_BUFFER_MSG};
 use amber_user::{call_ep, cap_info, cycles, now, println, syscall, Rights, Rng};
 
 amber_user::main!(main);
@@ -33,7 +36,7 @@ impl Args {
     /// An argument: often a value that reaches deep into the kernel's checks
     /// (small slot numbers, rights masks, boundary pointers), otherwise anything.
     fn arg(&mut self, own: u32) -> u32 {
-        const EDGES: [u32; 12] = [
+        const EDGES: [u32; 15] = [
             0,
             1,
             2,
@@ -46,6 +49,9 @@ impl Args {
             0x8100_0000,
             0x8180_0000,
             0x8800_0000,
+            IPC_BUFFER_MSG,
+            ipc_buffer_msg(64),
+            ipc_buffer_msg(257),
         ];
         match self.next() % 8 {
             0..=2 => self.next() % 20,
@@ -74,6 +80,10 @@ fn main() {
     let seed = FIXED_SEED.unwrap_or((cycles() ^ now() as u32 ^ 0x9E37_79B9) | 1);
     println!("sysfuzz: seed {seed:#010x}, {ROUNDS} random syscalls");
     let mut rng = Args(Rng::new(seed));
+    // The one IPC buffer the fuzzer registers; only the kernel writes it, during the
+    // fuzzed calls, through its address (exposed, so the compiler keeps it in memory).
+    let mut spare = IpcBuffer::ZERO;
+    let spare = core::ptr::addr_of_mut!(spare).expose_provenance() as u32;
     let (mut ok, mut failed, mut skipped) = (0u32, 0u32, 0u32);
     for _ in 0..ROUNDS {
         // Mostly real syscall numbers, sometimes numbers that are not.
@@ -99,6 +109,9 @@ fn main() {
             // A pointer into task memory may be valid: print nothing, but still go
             // through the kernel's pointer checks.
             args[1] = 0;
+        }
+        if nr == Sysno::SetIpcBuffer as u32 && (TASK_MEMORY.0..TASK_MEMORY.1).contains(&args[0]) {
+            args[0] = spare;
         }
         let r = syscall(nr, args);
         if r[0] == 0 {
