@@ -1,6 +1,7 @@
-//! User task tests: the programs of user/apps run in U-mode under PMP, talk over IPC,
-//! get stopped when they touch what is not theirs, survive a syscall fuzzer, and drive
-//! a device from user space through an IrqNotification.
+//! User task tests: the programs of user/apps run in U-mode under PMP, talk over IPC
+//! (words, and bytes through descriptors and IPC buffers), get stopped when they touch
+//! what is not theirs, survive a syscall fuzzer, and drive a device from user space
+//! through an IrqNotification.
 
 use amber_tests::{app_machine, number_after, record, Qemu};
 use std::time::Duration;
@@ -25,6 +26,32 @@ fn pingpong_passes_a_counter_ten_thousand_times() {
         "every round trip must add exactly one: {line}"
     );
     q.expect("ping exited with code 0");
+    q.kill();
+}
+
+#[test]
+fn the_bench_app_gets_its_bytes_echoed_through_descriptors_and_through_ipc_buffers() {
+    // Each figure line comes only after the bench checked its echo (words, length and
+    // bytes): "not measured" names what came back wrong. Under -icount, where the
+    // bench measures at all.
+    let mut m = app_machine("bench");
+    m.icount = true;
+    let mut q = Qemu::boot(&m);
+    // The words of the lines a measured figure prints (a failed check prints
+    // "not measured" and the reason instead).
+    for what in [
+        "instructions (Call + ReplyRecv, 4 words, two task switches",
+        "instructions (Call + ReplyRecv, 4 words and a 64-byte buffer copied",
+        "instructions (Call + ReplyRecv, 4 words and 64 bytes from each side's registered IPC buffer",
+    ] {
+        q.expect_within(what, SLOW);
+    }
+    q.expect("bench exited with code 0");
+    assert!(
+        !q.transcript().contains("not measured"),
+        "{}",
+        q.transcript()
+    );
     q.kill();
 }
 

@@ -746,7 +746,7 @@ fn bench() -> Result<(), String> {
     find_qemu().map_err(|e| e.to_string())?;
     println!("== syscall and IPC cost (bench app, -icount) ==");
     let kernel = build_app("bench", DEFAULT_NVM_SIZE)?;
-    let (figures, mut samples) = icount_run_sampled(&kernel, "", "[bench] bench:", 3)?;
+    let (figures, mut samples) = icount_run_sampled(&kernel, "", "[bench] bench:", 4)?;
     latency::require_figures(&figures)?;
     println!("== checkpoint pause and recovery (amber.test=ckpt-bench, -icount) ==");
     let kernel = build_kernel(None)?;

@@ -85,7 +85,7 @@ impl SendPart {
         }
         Ok(SendPart {
             words,
-            ptr: buf + IpcBuffer::BYTES_OFFSET,
+            ptr: buf.wrapping_add(IpcBuffer::BYTES_OFFSET),
             len,
             cap: None,
         })
@@ -106,7 +106,7 @@ impl RecvPart {
     fn buffer(buf: u32) -> RecvPart {
         RecvPart {
             out: buf,
-            ptr: buf + IpcBuffer::BYTES_OFFSET,
+            ptr: buf.wrapping_add(IpcBuffer::BYTES_OFFSET),
             len: MAX_MSG_BYTES,
             slot: None,
         }
@@ -169,14 +169,31 @@ impl Kernel {
         let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
         match MsgBytes::of(ctx.arg(5)) {
             MsgBytes::None => Ok(SendPart::words(words)),
-            MsgBytes::Buffer { len } => {
-                SendPart::buffer(words, th.ipc_buffer.ok_or(Error::BadPointer)?, len)
-            }
+            MsgBytes::Buffer { len } => self.send_buffer(t, words, len),
             MsgBytes::Desc(desc) => {
                 let d = self.read_desc(mem, t, desc, Rights::READ)?;
                 self.send_desc(t, words, &d)
             }
         }
+    }
+
+    /// The message of `t`: `words` and the first `len` bytes of its IPC buffer. Out of
+    /// line, as [`Kernel::send_desc`] is: [`Kernel::send_part`] is inlined in every
+    /// syscall that sends.
+    #[inline(never)]
+    fn send_buffer(&self, t: ThreadId, words: [u32; 4], len: u32) -> Result<SendPart, Error> {
+        let buf = self.thread(t).ipc_buffer.ok_or(Error::BadPointer)?;
+        SendPart::buffer(words, buf, len)
+    }
+
+    /// Where `t` receives into its IPC buffer. Out of line, as
+    /// [`Kernel::send_buffer`] is.
+    #[inline(never)]
+    fn recv_buffer(&self, t: ThreadId) -> Result<RecvPart, Error> {
+        self.thread(t)
+            .ipc_buffer
+            .map(RecvPart::buffer)
+            .ok_or(Error::BadPointer)
     }
 
     /// The message of `t`: `words` and what its descriptor `d` sends.
@@ -205,7 +222,7 @@ impl Kernel {
         let th = self.thread(t);
         match MsgBytes::of(th.ctx.arg(5)) {
             MsgBytes::None => Ok(RecvPart::NONE),
-            MsgBytes::Buffer { .. } => th.ipc_buffer.map(RecvPart::buffer).ok_or(Error::BadPointer),
+            MsgBytes::Buffer { .. } => self.recv_buffer(t),
             MsgBytes::Desc(desc) => {
                 let d = self.read_desc(mem, t, desc, Rights::READ | Rights::WRITE)?;
                 self.recv_desc(t, desc, &d)
@@ -222,7 +239,7 @@ impl Kernel {
             Some(self.empty_slot(t, d.recv_slot)?)
         };
         Ok(RecvPart {
-            out: desc + IpcDesc::OUT_OFFSET,
+            out: desc.wrapping_add(IpcDesc::OUT_OFFSET),
             ptr: d.recv_ptr,
             len: d.recv_len,
             slot,
@@ -599,7 +616,7 @@ impl Kernel {
         let ok = d.recv_slot == NO_SLOT
             && own_regions_allow_near(g, near, d.recv_ptr, d.recv_len, Rights::WRITE);
         ok.then_some(RecvPart {
-            out: desc + IpcDesc::OUT_OFFSET,
+            out: desc.wrapping_add(IpcDesc::OUT_OFFSET),
             ptr: d.recv_ptr,
             len: d.recv_len,
             slot: None,
