@@ -58,10 +58,11 @@
 //! Send, Call, Reply and ReplyRecv carry four words in `a1..a4`. `a5` says what else
 //! ([`MsgBytes::of`]): 0 nothing, [`ipc_buffer_msg`]`(len)` the caller's IPC buffer
 //! ([`IpcBuffer`], registered once by `SetIpcBuffer`, the fast way to move bytes: see
-//! there), anything else a descriptor. Either way the other side may use the other.
-//! Where the tables say "descriptor errors", a buffer message gives `BadPointer` when
-//! the caller registered no buffer and `TooLong` when `len` is over [`MAX_MSG_BYTES`].
-//! With a descriptor (an [`IpcDesc`] in the caller's memory) a message also carries up to [`MAX_MSG_BYTES`]
+//! there), anything else a descriptor. Each side chooses on its own: a descriptor's
+//! bytes may land in an IPC buffer and the other way round. Where the tables say
+//! "descriptor errors", a buffer message gives `BadPointer` when the caller registered
+//! no buffer and `TooLong` when `len` is over [`MAX_MSG_BYTES`]. With a descriptor (an
+//! [`IpcDesc`] in the caller's memory) a message also carries up to [`MAX_MSG_BYTES`]
 //! bytes copied from the sender's buffer into the receiver's, and optionally one
 //! capability: the sender names a slot it holds with GRANT, the receiver names the
 //! empty slot it receives into. The capability is copied, not moved, and is recorded as
