@@ -1,9 +1,10 @@
 #!/bin/sh
 # Where the instructions of one warm IPC round trip of the bench app go.
 # Usage: tools/ipc-profile/profile.sh [64|buf|4]   (64: the 64-byte round trip through
-# descriptors, the default; buf: the same through IPC buffers; 4: the register-only one). Needs qemu-system-riscv32, gdb-multiarch and LLVM's
-# llvm-symbolizer and llvm-nm; builds the bench app first. It boots its own QEMU
-# (-icount, halted, gdb stub on PORT, default 1234) on a scratch NVM image and stops it.
+# descriptors, the default; buf: the same through IPC buffers; 4: the register-only
+# one). Needs qemu-system-riscv32, gdb-multiarch and LLVM's llvm-symbolizer and
+# llvm-nm; builds the bench app first. It boots its own QEMU (-icount, halted, gdb stub
+# on PORT, default 1234) on a scratch NVM image and stops it.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

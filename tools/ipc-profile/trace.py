@@ -3,11 +3,11 @@
 Run by profile.sh inside gdb-multiarch (`gdb -batch -x trace.py`), never on its own.
 It stops at the trap entry when the client's `Call` (a7 = 5) traps with the `a5` MSG
 asks for (`desc`: a descriptor, `buf`: the IPC buffer, `none`: neither), lets SKIP such
-calls pass so that the measured one is warm,
-masks the timer in `mie` while it steps, and writes the pc of every instruction up to
-the one after that `ecall` to OUT. `ecall` and `mret` are crossed by breakpoints at the
-trap entry and at `mepc`, since a single step does not follow them. It only reads the
-guest; it must never change anything but `mie`, which it restores.
+calls pass so that the measured one is warm, masks the timer in `mie` while it steps,
+and writes the pc of every instruction up to the one after that `ecall` to OUT. `ecall`
+and `mret` are crossed by breakpoints at the trap entry and at `mepc`, since a single
+step does not follow them. It only reads the guest; it must never change anything but
+`mie`, which it restores.
 """
 import os
 

@@ -14,6 +14,12 @@ pub fn memory_range_ok(base: u32, len: u32) -> bool {
     len != 0 && base.checked_add(len).is_some_and(|end| end <= MEMORY_END)
 }
 
+/// True when the NVM range `[offset, offset + len)` is nonempty and does not wrap: the
+/// one test of an NvmRegion boot, restore and the invariants apply.
+pub fn nvm_range_ok(offset: u32, len: u32) -> bool {
+    len != 0 && offset.checked_add(len - 1).is_some()
+}
+
 /// What kind of memory a region or MemObj is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemKind {

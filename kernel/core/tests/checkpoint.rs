@@ -11,7 +11,7 @@ mod common;
 use std::cell::Cell;
 
 use amber_core::{
-    abi::{Error, ObjKind, Sysno, TaskState, WatchFlags, NO_SLOT},
+    abi::{ipc_buffer_msg, Error, IpcBuffer, ObjKind, Sysno, TaskState, WatchFlags, NO_SLOT},
     CapSpec, Cause, CheckpointEvent, Kernel, MemKind, RestoreError, Step, ThreadId, MAX_OBJECTS,
 };
 use common::{records, Sys, ALL, G, R, RW, SHARED_BASE, W};
@@ -685,6 +685,26 @@ fn restore_err(recs: &[(u16, Vec<u8>)]) -> RestoreError {
 }
 
 #[test]
+fn ipc_buffers_survive_a_restore_and_take_messages_after_it() {
+    let mut s = system();
+    let (srv_buf, cli_buf) = (common::data(0) + 0x100, common::data(1) + 0x100);
+    for (name, at) in [("srv", srv_buf), ("cli", cli_buf)] {
+        let r = s.sys(name, Sysno::SetIpcBuffer, [at, 0, 0, 0, 0, 0]);
+        assert_eq!(r.status(), Ok(()));
+    }
+    let recs = records(&s.k);
+    let mut s = reboot(&s, &recs).expect("own records restore");
+    let hello = *b"restored";
+    s.mem.put(cli_buf + IpcBuffer::BYTES_OFFSET, &hello);
+    s.sys("srv", Sysno::Recv, [0, 0, 0, 0, 0, ipc_buffer_msg(0)]);
+    let sent = s.sys("cli", Sysno::Send, [0, 1, 2, 3, 4, ipc_buffer_msg(8)]);
+    assert_eq!(sent.status(), Ok(()), "cli's buffer is still registered");
+    assert_eq!(s.regs("srv").status(), Ok(()), "so is srv's");
+    assert_eq!(s.mem.get(srv_buf + IpcBuffer::BYTES_OFFSET, 8), hello);
+    assert_eq!(s.mem.get(srv_buf, 4), 8u32.to_le_bytes(), "got_len");
+}
+
+#[test]
 fn restore_refuses_bad_records_with_a_named_error() {
     let s = busy();
     let recs = records(&s.k);
@@ -739,6 +759,23 @@ fn restore_refuses_bad_records_with_a_named_error() {
             field: "thread state",
             value: 7
         }
+    );
+    // The IPC buffer (bytes 2..6): aligned, and in the thread's own read-write memory.
+    let mut r = recs.clone();
+    r[thread].1[2..6].copy_from_slice(&(common::data(0) + 2).to_le_bytes());
+    assert_eq!(
+        restore_err(&r),
+        RestoreError::BadValue {
+            item,
+            field: "IPC buffer address"
+        }
+    );
+    let mut r = recs.clone();
+    r[thread].1[2..6].copy_from_slice(&common::code(0).to_le_bytes());
+    assert!(
+        matches!(restore_err(&r), RestoreError::Inconsistent(v)
+            if v.what == "an IPC buffer is aligned and lies in its group's own read-write memory"),
+        "a buffer in read-only code is refused"
     );
     let mut r = recs.clone();
     r[thread].1[134..136].copy_from_slice(&200u16.to_le_bytes());

@@ -46,7 +46,7 @@ impl NvmRegion {
             offset: r.u32()?,
             len: r.u32()?,
         };
-        if n.len == 0 || n.offset.checked_add(n.len - 1).is_none() {
+        if !crate::spec::nvm_range_ok(n.offset, n.len) {
             return Err(r.bad_value("NVM range"));
         }
         Ok(n)

@@ -6,7 +6,7 @@
 //! must never change state, and never call `UserMemory` itself.
 
 use crate::{
-    abi::{Error, ObjKind, Rights, WatchFlags},
+    abi::{Error, ObjKind, Rights, WatchFlags, IPC_BUFFER_SIZE},
     ids::{ObjId, Slot, ThreadId},
     kernel::Kernel,
     obj::{Cap, CapGroup, CapRef, Object},
@@ -27,6 +27,14 @@ fn allows(r: &RegionSpec, ptr: u32, len: u32, need: Rights) -> bool {
 #[inline]
 pub(crate) fn own_regions_allow(g: &CapGroup, ptr: u32, len: u32, need: Rights) -> bool {
     len == 0 || own_region_allowing(g, ptr, len, need).is_some()
+}
+
+/// Whether an IPC buffer of group `g`'s thread may lie at `at`: 4-byte aligned (the
+/// kernel copies it in words) and all of it in one own region the thread may read and
+/// write, never device memory. Own regions never change, so this holds for as long as
+/// it held when the buffer was set. `SetIpcBuffer` and the invariants both ask this.
+pub(crate) fn ipc_buffer_allowed(g: &CapGroup, at: u32) -> bool {
+    at.is_multiple_of(4) && own_regions_allow(g, at, IPC_BUFFER_SIZE, Rights::READ | Rights::WRITE)
 }
 
 /// The first own region of group `g` that lets it access `[ptr, ptr + len)` with

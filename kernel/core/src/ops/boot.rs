@@ -12,7 +12,7 @@ use crate::{
         Cap, CapGroup, CapRef, Endpoint, IrqNotification, MemObj, Notification, NvmRegion, Object,
         TaskName, Thread, ThreadState, Timer,
     },
-    spec::{memory_range_ok, BootError, CapSpec, TaskSpec},
+    spec::{memory_range_ok, nvm_range_ok, BootError, CapSpec, TaskSpec},
     MAX_OBJECTS, MAX_REGIONS, MAX_TASKS, SLOTS,
 };
 
@@ -193,7 +193,7 @@ impl Kernel {
                 len,
                 rights,
             } => {
-                if len == 0 || offset.checked_add(len - 1).is_none() {
+                if !nvm_range_ok(offset, len) {
                     return Err(BootError::BadRange { task: i });
                 }
                 let obj = self.new_obj(Object::NvmRegion(NvmRegion { offset, len }))?;

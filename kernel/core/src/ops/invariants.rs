@@ -2,9 +2,9 @@
 //! [`Kernel::check_invariants`] after every operation they care about; the kernel itself
 //! never depends on it. This file must never change state.
 
-use super::access::own_regions_allow;
+use super::access::ipc_buffer_allowed;
 use crate::{
-    abi::{ObjKind, Rights, IPC_BUFFER_SIZE},
+    abi::{ObjKind, Rights},
     ids::{ObjId, ThreadId},
     kernel::Kernel,
     obj::{Block, CapRef, Object, ThreadState},
@@ -147,7 +147,7 @@ impl Kernel {
                 }
                 Object::NvmRegion(n) => {
                     check(
-                        n.len != 0 && n.offset.checked_add(n.len - 1).is_some(),
+                        crate::spec::nvm_range_ok(n.offset, n.len),
                         "an NvmRegion is nonempty and does not wrap",
                     )?;
                 }
@@ -279,10 +279,8 @@ impl Kernel {
                 "an exited thread has no IPC buffer",
             )?;
             check(
-                b.is_multiple_of(4)
-                    && self.group(th.group).is_some_and(|g| {
-                        own_regions_allow(g, b, IPC_BUFFER_SIZE, Rights::READ | Rights::WRITE)
-                    }),
+                self.group(th.group)
+                    .is_some_and(|g| ipc_buffer_allowed(g, b)),
                 "an IPC buffer is aligned and lies in its group's own read-write memory",
             )?;
         }

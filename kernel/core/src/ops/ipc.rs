@@ -23,12 +23,12 @@
 //!   `reply_to` always names a thread blocked waiting for that server's reply.
 //! - A transferred capability is recorded as derived from the sender's.
 
-use super::access::{own_region_allowing, own_regions_allow, own_regions_allow_near};
+use super::access::{ipc_buffer_allowed, own_region_allowing, own_regions_allow_near};
 use super::outcome::{Outcome, Results};
 use crate::{
     abi::{
-        Error, IpcBuffer, IpcDesc, MsgBytes, ObjKind, Rights, Sysno, IPC_BUFFER_SIZE,
-        IPC_DESC_SIZE, MAX_MSG_BYTES, NO_SLOT,
+        Error, IpcBuffer, IpcDesc, MsgBytes, ObjKind, Rights, Sysno, IPC_DESC_SIZE, MAX_MSG_BYTES,
+        NO_SLOT,
     },
     ids::{ObjId, ThreadId},
     kernel::Kernel,
@@ -527,7 +527,7 @@ impl Kernel {
         let ctx = &th.ctx;
         let (slot, desc) = (ctx.arg(0), ctx.arg(5));
         let words = [ctx.arg(1), ctx.arg(2), ctx.arg(3), ctx.arg(4)];
-        let (group, priority, buffer) = (th.group, th.priority, th.ipc_buffer);
+        let (group, priority) = (th.group, th.priority);
         let owed = if nr == Sysno::Call as u32 {
             None
         } else if nr == Sysno::ReplyRecv as u32 {
@@ -544,7 +544,9 @@ impl Kernel {
         let ep = cap.obj;
         let sp = match MsgBytes::of(desc) {
             MsgBytes::None => SendPart::words(words),
-            MsgBytes::Buffer { len } => SendPart::buffer(words, buffer?, len).ok()?,
+            MsgBytes::Buffer { len } => {
+                SendPart::buffer(words, self.thread(t).ipc_buffer?, len).ok()?
+            }
             MsgBytes::Desc(desc) => self.fast_own_part(mem, group, words, desc)?,
         };
         let (r, badge, block) = match owed {
@@ -623,18 +625,16 @@ impl Kernel {
         })
     }
 
-    /// `SetIpcBuffer(ptr)`: makes the [`IpcBuffer`] at `ptr` thread `t`'s (0: none).
-    /// It must be 4-byte aligned (the kernel copies it in words) and lie in one of the
-    /// group's own regions `t` may read and write, never device memory: own regions
-    /// never change, so this one check holds for as long as the thread lives, where a
-    /// MemObj capability could be revoked. A refused call keeps the old buffer.
+    /// `SetIpcBuffer(ptr)`: makes the [`IpcBuffer`] at `ptr` thread `t`'s (0: none),
+    /// where [`ipc_buffer_allowed`] says it may lie: checked once, here, since own
+    /// regions never change (a MemObj capability could be revoked). A refused call
+    /// keeps the old buffer.
     pub(crate) fn sys_set_ipc_buffer(&mut self, t: ThreadId, ptr: u32) -> Result<(), Error> {
         let buffer = match ptr {
             0 => None,
-            ptr if ptr.is_multiple_of(4)
-                && self.group(self.thread(t).group).is_some_and(|g| {
-                    own_regions_allow(g, ptr, IPC_BUFFER_SIZE, Rights::READ | Rights::WRITE)
-                }) =>
+            ptr if self
+                .group(self.thread(t).group)
+                .is_some_and(|g| ipc_buffer_allowed(g, ptr)) =>
             {
                 Some(ptr)
             }
