@@ -21,12 +21,13 @@
 //! (the one owner of run-time state, the trap handler) at the top; `writer` (what a
 //! checkpoint holds), `console`, `heap`, `ckbench` beneath; then `board` (the board
 //! contract and its implementation) and `arch` (the CPU and the trap contract), which
-//! name nothing above them; and at the bottom the portable `bootargs`, `exit`,
-//! `pages`, `pmp_layout` and `app` (the generated task table).
+//! name nothing above them; and at the bottom the portable `bootargs`, `console_in`,
+//! `exit`, `pages`, `pmp_layout` and `app` (the generated task table).
 
 #![cfg_attr(target_os = "none", no_std)]
 
 pub mod bootargs;
+pub mod console_in;
 pub mod exit;
 pub mod pages;
 pub mod pmp_layout;

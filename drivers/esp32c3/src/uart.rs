@@ -49,6 +49,12 @@ pub fn enable_rx_interrupt(r: &mut impl Regs) {
     r.set_bits(INT_ENA, RXFIFO_FULL);
 }
 
+/// Stops the RX interrupt (received bytes stay in the FIFO); `enable_rx_interrupt`
+/// starts it again.
+pub fn disable_rx_interrupt(r: &mut impl Regs) {
+    r.modify(INT_ENA, |v| v & !RXFIFO_FULL);
+}
+
 /// Acknowledges the RX interrupt (after the FIFO was drained below the threshold).
 pub fn clear_rx_interrupt(r: &mut impl Regs) {
     r.write(INT_CLR, RXFIFO_FULL);

@@ -60,6 +60,12 @@ impl Uart {
         self.write(IER, IER_RX_AVAILABLE);
     }
 
+    /// Enables (`true`) or disables the receive interrupt. While it is off, received
+    /// bytes stay in the FIFO; once it is full the sender is held back.
+    pub fn receive_interrupt(&mut self, on: bool) {
+        self.write(IER, if on { IER_RX_AVAILABLE } else { 0 });
+    }
+
     /// Sends one byte, waiting until the transmitter can take it.
     pub fn send(&mut self, byte: u8) {
         while self.read(LSR) & LSR_THR_EMPTY == 0 {

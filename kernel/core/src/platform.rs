@@ -85,6 +85,9 @@ pub fn write_words_bytewise<M: UserMemory + ?Sized>(mem: &mut M, addr: u32, word
 pub trait Platform {
     /// Prints bytes a task wrote with `DebugWrite`, attributed to it.
     fn console(&mut self, task: &str, bytes: &[u8]);
+    /// Moves console bytes received and not yet taken into `buf`, oldest first;
+    /// returns how many (0: none waiting). Never blocks.
+    fn console_read(&mut self, buf: &mut [u8]) -> usize;
     /// Enables an interrupt source (called at a driver's first `IrqWait`).
     fn irq_enable(&mut self, irq: u32);
     /// Completes a delivered interrupt so the source can fire again (on `IrqAck`).

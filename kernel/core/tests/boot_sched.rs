@@ -365,6 +365,38 @@ fn debug_write_prints_bytes_attributed_to_the_task() {
 }
 
 #[test]
+fn console_read_hands_out_waiting_input_in_order_and_never_blocks() {
+    let mut s = Sys::boot(&[task("shell", 1, &[])]);
+    let r = s.sys("shell", Sysno::ConsoleRead, [data(0), 16, 0, 0, 0, 0]);
+    assert_eq!(
+        (r.status(), r.r[0]),
+        (Ok(()), 0),
+        "nothing waiting: 0 bytes, at once"
+    );
+    s.plat.console_in.extend(b"select 1;\n");
+    let r = s.sys("shell", Sysno::ConsoleRead, [data(0), 4, 0, 0, 0, 0]);
+    assert_eq!((r.status(), r.r[0]), (Ok(()), 4));
+    assert_eq!(s.mem.get(data(0), 4), b"sele", "the oldest bytes first");
+    let r = s.sys("shell", Sysno::ConsoleRead, [data(0) + 4, 64, 0, 0, 0, 0]);
+    assert_eq!((r.status(), r.r[0]), (Ok(()), 6), "then the rest");
+    assert_eq!(s.mem.get(data(0), 10), b"select 1;\n");
+    s.plat.console_in.extend(b"x");
+    for (ptr, len, why) in [
+        (code(0), 1, Error::BadPointer), // read-only code: the kernel must not write it
+        (0, 1, Error::BadPointer),       // no region at all
+        (data(0), 257, Error::TooLong),  // past MAX_DEBUG_WRITE
+    ] {
+        let r = s.sys("shell", Sysno::ConsoleRead, [ptr, len, 0, 0, 0, 0]);
+        assert_eq!(r.status(), Err(why), "{ptr:#x}+{len}");
+    }
+    assert_eq!(
+        s.plat.console_in.len(),
+        1,
+        "a refused read takes nothing from the queue"
+    );
+}
+
+#[test]
 fn user_pointers_must_lie_inside_one_readable_non_device_region() {
     let regions = [
         common::regions(0)[0],

@@ -83,6 +83,9 @@ mod contract {
         /// Claims and decodes the interrupt the CPU took with cause `cause`, serves
         /// what the board owns, and reports each event it found.
         fn claim(cause: u32, event: impl FnMut(Event));
+        /// Stops (`false`) or starts again the console's receive interrupt: while it is
+        /// stopped, received bytes stay in the device's FIFO and its sender waits.
+        fn console_receive(on: bool);
         /// Routes device interrupt `irq` to the CPU (false: no such source), and lets
         /// it fire again once its driver acknowledged it.
         fn irq_enable(irq: u32) -> bool;

@@ -22,6 +22,7 @@ pub use startup::{check_app, start};
 use crate::app;
 use crate::arch::{self, Trap, TrapHandler};
 use crate::board::{Board, Chosen, Event};
+use crate::console_in::{ConsoleIn, Receiver};
 use crate::cost::{self, Cost};
 use crate::exit::ExitCode;
 use crate::kmain::fatal;
@@ -59,6 +60,8 @@ pub struct System {
     tick_base: u64,
     /// Bytes received on the console since boot.
     console_bytes: u32,
+    /// Received console bytes no task has taken yet (`ConsoleRead`).
+    console_in: ConsoleIn,
     /// The task index of each thread, by the thread's arena index: filled once the
     /// kernel is booted or restored, so the trap path maps a thread to its task in one
     /// load, without comparing names.
@@ -73,6 +76,7 @@ static SYSTEM: spin::mutex::SpinMutex<System> = spin::mutex::SpinMutex::new(Syst
     ticks: 0,
     tick_base: 0,
     console_bytes: 0,
+    console_in: ConsoleIn::EMPTY,
     task_of_thread: [None; MAX_OBJECTS],
     pmp: PmpCache::EMPTY,
 });
@@ -89,6 +93,8 @@ struct Machine<'a> {
     /// The NVM and the checkpoint area in it, once the app is up (tasks reach the
     /// rest through `NvmRead` and `NvmWrite`).
     nvm: Option<(&'a mut SystemNvm, &'a Manager)>,
+    /// The console's input queue.
+    console_in: &'a mut ConsoleIn,
 }
 
 impl Machine<'_> {
@@ -109,6 +115,12 @@ impl Machine<'_> {
 impl Platform for Machine<'_> {
     fn console(&mut self, task: &str, bytes: &[u8]) {
         crate::console::task_output(task, bytes);
+    }
+
+    fn console_read(&mut self, buf: &mut [u8]) -> usize {
+        let (n, receiver) = self.console_in.take(buf);
+        console_receiver(receiver);
+        n
     }
 
     fn irq_enable(&mut self, irq: u32) {
@@ -160,6 +172,15 @@ impl Platform for Machine<'_> {
     }
 }
 
+/// Stops or starts the console's receiver as the input queue asks.
+fn console_receiver(r: Receiver) {
+    match r {
+        Receiver::Keep => {}
+        Receiver::Stop => Chosen::console_receive(false),
+        Receiver::Start => Chosen::console_receive(true),
+    }
+}
+
 impl System {
     /// Absolute ticks.
     fn now_ticks(&self) -> u64 {
@@ -174,7 +195,16 @@ impl System {
             Some(w) => (Some(&mut w.mem_dirty), Some((&mut w.nvm, &w.mgr))),
             None => (None, None),
         };
-        (&mut self.kernel, TaskMemory { dirty }, Machine { now, nvm })
+        let console_in = &mut self.console_in;
+        (
+            &mut self.kernel,
+            TaskMemory { dirty },
+            Machine {
+                now,
+                nvm,
+                console_in,
+            },
+        )
     }
 
     /// Ticks and console bytes since boot (the idle test's evidence).
@@ -223,7 +253,11 @@ impl System {
             }
             Event::ConsoleInput(byte) => {
                 self.console_bytes += 1;
-                info!("console: received byte {byte:#04x}");
+                log::debug!("console: received byte {byte:#04x}");
+                console_receiver(self.console_in.push(byte));
+                if self.console_in.dropped == 1 {
+                    error!("console: input queue full, bytes dropped");
+                }
             }
         }
     }

@@ -298,8 +298,17 @@ fn restore(nvm: &mut SystemNvm, mgr: &Manager, tasks: &'static [TaskImage], kern
         }
     }
     let records = records.iter().map(|(i, b)| (*i, b.as_slice()));
+    // No task runs during a restore: nothing reads the console.
+    let mut no_input = crate::console_in::ConsoleIn::EMPTY;
     kernel
-        .restore_into(records, &mut Machine { now: 0, nvm: None })
+        .restore_into(
+            records,
+            &mut Machine {
+                now: 0,
+                nvm: None,
+                console_in: &mut no_input,
+            },
+        )
         .unwrap_or_else(|e| {
             fatal(
                 ExitCode::NvmRefused,

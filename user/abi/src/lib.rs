@@ -47,6 +47,13 @@
 //! | 25 | `NvmRead` | a0 = slot of an `eternal` MemObj or an NvmRegion, a1 = offset in it, a2 = buffer ptr, a3 = len (≤ [`MAX_NVM_TRANSFER`]) | – (the bytes are in the buffer) | slot errors (`WrongKind`: another kind, or a MemObj that is not eternal), `NoRights` (READ), `TooLong`, `BadArgument` (the range leaves the grant), `BadPointer` (the buffer: WRITE), `NvmFailed` |
 //! | 26 | `NvmWrite` | as `NvmRead` | – (the bytes reached the NVM, in the order of the kernel's own stores: a power cut may tear this write as it would any store) | as `NvmRead`, with WRITE on the grant and READ on the buffer |
 //! | 27 | `SetIpcBuffer` | a0 = the caller's [`IpcBuffer`], 0 = none | – | `BadPointer` (not 4-byte aligned, or its [`IPC_BUFFER_SIZE`] bytes not in one of the task's own non-device regions it may READ and WRITE: memory capabilities do not count); a failed call keeps the old buffer |
+//! | 28 | `ConsoleRead` | a0 = buffer ptr, a1 = len (≤ [`MAX_DEBUG_WRITE`]) | a1 = bytes taken (0 = none waiting: it never blocks) | `TooLong`, `BadPointer` (needs WRITE) |
+//!
+//! `ConsoleRead` hands out what the console received, in order, to whichever task asks
+//! first (the kernel holds a small queue, not checkpointed: input not yet taken is lost
+//! with the power, as a UART's would be); a full queue stops the console's receiver, so
+//! a sender is held back rather than bytes dropped. A task waits for input by asking
+//! again later (a timer, or `Yield`).
 //!
 //! "Slot errors" are `BadSlot`, `EmptySlot`, `WrongKind`. "Descriptor errors" are
 //! `BadPointer`, `TooLong`, `BadSlot`, `EmptySlot`, `NoRights` (the transferred cap

@@ -66,11 +66,13 @@ pub enum Sysno {
     NvmWrite = 26,
     /// Registers the caller's IPC buffer (checked once, here), or removes it.
     SetIpcBuffer = 27,
+    /// Takes the bytes received on the console that are waiting, without blocking.
+    ConsoleRead = 28,
 }
 
 impl Sysno {
     /// Every syscall, in number order.
-    pub const ALL: [Sysno; 28] = [
+    pub const ALL: [Sysno; 29] = [
         Sysno::Null,
         Sysno::Yield,
         Sysno::Exit,
@@ -99,6 +101,7 @@ impl Sysno {
         Sysno::NvmRead,
         Sysno::NvmWrite,
         Sysno::SetIpcBuffer,
+        Sysno::ConsoleRead,
     ];
 
     /// The syscall with number `n`, or `None` for an unknown number.

@@ -75,6 +75,16 @@ pub fn debug_write(bytes: &[u8]) -> Result<(), Error> {
     .map(drop)
 }
 
+/// Takes console input that is waiting (at most `MAX_DEBUG_WRITE` bytes per call) into
+/// `buf`; returns how many bytes, 0 when none are waiting (it never blocks).
+pub fn console_read(buf: &mut [u8]) -> Result<usize, Error> {
+    call(
+        Sysno::ConsoleRead,
+        [ptr(buf.as_ptr()), buf.len() as u32, 0, 0, 0, 0],
+    )
+    .map(|r| r[1] as usize)
+}
+
 fn desc_arg(desc: Option<&mut IpcDesc>) -> u32 {
     desc.map_or(0, |d| ptr(d as *const IpcDesc))
 }

@@ -162,6 +162,7 @@ impl Kernel {
             Sysno::NvmRead => done(self.sys_nvm(t, false, a, mem, plat)),
             Sysno::NvmWrite => done(self.sys_nvm(t, true, a, mem, plat)),
             Sysno::SetIpcBuffer => done(self.sys_set_ipc_buffer(t, a[0])),
+            Sysno::ConsoleRead => self.sys_console_read(t, a[0], a[1], mem, plat),
         }
     }
 
@@ -188,6 +189,32 @@ impl Kernel {
         let name = self.group_of(t).name;
         plat.console(name.as_str(), bytes);
         Outcome::ok()
+    }
+
+    /// `ConsoleRead(ptr, len)`: at most `MAX_DEBUG_WRITE` waiting console bytes into
+    /// memory the task may write; a1 = how many (0: none waiting).
+    fn sys_console_read(
+        &mut self,
+        t: ThreadId,
+        ptr: u32,
+        len: u32,
+        mem: &mut dyn UserMemory,
+        plat: &mut dyn Platform,
+    ) -> Outcome {
+        if len > MAX_DEBUG_WRITE {
+            return Outcome::err(Error::TooLong);
+        }
+        if let Err(e) = self.check_user(t, ptr, len, Rights::WRITE) {
+            return Outcome::err(e);
+        }
+        let mut buf = [0u8; MAX_DEBUG_WRITE as usize];
+        let n = plat
+            .console_read(&mut buf[..len as usize])
+            .min(len as usize);
+        if n > 0 {
+            mem.write(ptr, &buf[..n]);
+        }
+        Outcome::Done(Ok(Results::of(&[n as u32])))
     }
 
     /// `ObjDelete(slot)`: needs DELETE; CapGroups cannot be deleted (`WrongKind`).

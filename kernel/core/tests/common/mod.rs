@@ -99,6 +99,8 @@ pub struct FakePlat {
     pub console: Vec<(String, Vec<u8>)>,
     pub enabled: Vec<u32>,
     pub completed: Vec<u32>,
+    /// Console bytes received and not yet taken by `ConsoleRead`.
+    pub console_in: std::collections::VecDeque<u8>,
     pub now: u64,
     pub counter_exact: bool,
     /// The NVM `NvmRead`/`NvmWrite` reach (empty: none), where it is mapped, and
@@ -123,6 +125,13 @@ impl FakePlat {
 impl Platform for FakePlat {
     fn console(&mut self, task: &str, bytes: &[u8]) {
         self.console.push((task.to_string(), bytes.to_vec()));
+    }
+    fn console_read(&mut self, buf: &mut [u8]) -> usize {
+        let n = buf.len().min(self.console_in.len());
+        for (b, got) in buf.iter_mut().zip(self.console_in.drain(..n)) {
+            *b = got;
+        }
+        n
     }
     fn irq_enable(&mut self, irq: u32) {
         self.enabled.push(irq);

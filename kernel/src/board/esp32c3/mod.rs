@@ -268,6 +268,15 @@ mod device {
             }
         }
 
+        fn console_receive(on: bool) {
+            let mut r = regs();
+            if on {
+                uart::enable_rx_interrupt(&mut r);
+            } else {
+                uart::disable_rx_interrupt(&mut r);
+            }
+        }
+
         /// Gives interrupt source `irq` the next free CPU line (lines 4..=31); the
         /// tick's, the console's and the brown-out's sources are the board's own, and
         /// the GPIO interrupt's when the app's comparator uses it.

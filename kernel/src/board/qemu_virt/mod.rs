@@ -272,6 +272,10 @@ mod device {
             mmio_write(PLIC_CLAIM_CTX0, irq);
         }
 
+        fn console_receive(on: bool) {
+            CONSOLE.lock().receive_interrupt(on);
+        }
+
         /// Routes PLIC source `irq` to M-mode (priority 1). Sources above 31 are not
         /// wired on `virt` (it has 96, but the kernel enables only the first 32).
         fn irq_enable(irq: u32) -> bool {
