@@ -121,9 +121,13 @@ fn default_checkpoint_ms() -> u32 {
 #[serde(deny_unknown_fields)]
 pub struct Task {
     pub name: String,
-    /// The package in `user/tasks/` that holds its program.
+    /// Its program: the package in `user/tasks/` (Rust), or the folder in
+    /// `user/c/tasks/` (C).
     #[serde(rename = "crate")]
     pub krate: String,
+    /// The language of its program: "rust" (the default) or "c" (`crate::ctask`).
+    #[serde(default = "default_lang")]
+    pub lang: String,
     /// 0 is the most important.
     pub priority: u8,
     /// Bytes for code and read-only data.
@@ -142,6 +146,10 @@ pub struct Task {
     /// which it reads with `option_env!` (names of `A-Z`, `0-9`, `_` only).
     #[serde(default)]
     pub env: std::collections::BTreeMap<String, String>,
+}
+
+fn default_lang() -> String {
+    "rust".into()
 }
 
 fn default_fault() -> String {
@@ -238,6 +246,9 @@ pub fn load(path: &Path) -> Result<App, String> {
         let bad = |why: &str| Err(format!("{}: task `{}`: {why}", path.display(), t.name));
         if t.fault != "end" && t.fault != "restart" {
             return bad("fault must be \"end\" or \"restart\"");
+        }
+        if t.lang != "rust" && t.lang != "c" {
+            return bad("lang must be \"rust\" or \"c\"");
         }
         if let Some(k) = t.env.keys().find(|k| {
             k.is_empty()

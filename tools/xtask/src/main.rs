@@ -8,6 +8,7 @@
 
 mod app;
 mod c3sim;
+mod ctask;
 mod esp32c3;
 mod esp_image;
 mod gdb;
@@ -341,6 +342,13 @@ fn build_app_on(board: &str, name: &str, nvm_size: u64) -> Result<PathBuf, Strin
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         std::fs::write(dir.join("memory.x"), app::memory_x(&p))
             .map_err(|e| format!("cannot write memory.x: {e}"))?;
+        let elf = dir.join(format!("{}.elf", p.task.name));
+        if p.task.lang == "c" {
+            ctask::build(&p, &dir, &elf)?;
+            let (segments, entry) = app::extract(&elf, &p, &dir)?;
+            built.push((p, segments, entry));
+            continue;
+        }
         step(
             &format!("building task `{}` ({})", p.task.name, p.task.krate),
             cargo()
@@ -374,7 +382,6 @@ fn build_app_on(board: &str, name: &str, nvm_size: u64) -> Result<PathBuf, Strin
                 ])
                 .envs(app::task_env(&p)),
         )?;
-        let elf = dir.join(format!("{}.elf", p.task.name));
         std::fs::copy(release_dir_on(board).join(&p.task.krate), &elf)
             .map_err(|e| format!("cannot copy the ELF of task `{}`: {e}", p.task.name))?;
         let (segments, entry) = app::extract(&elf, &p, &dir)?;
