@@ -16,7 +16,11 @@ const LSR: usize = 5; // line status
 const IER_RX_AVAILABLE: u8 = 1 << 0;
 const LCR_8N1: u8 = 0b11;
 const LCR_DLAB: u8 = 1 << 7;
-const FCR_ENABLE_AND_CLEAR: u8 = 0b111;
+/// FIFOs off, as the UART comes out of reset: turning them on empties them (QEMU's
+/// 16550 does), which would lose a byte that came before the kernel started (input
+/// piped in at once). One byte at a time is plenty for a console, and a sender is still
+/// held back while the receive interrupt is off (`receive_interrupt`).
+const FCR_FIFOS_OFF: u8 = 0;
 const LSR_DATA_READY: u8 = 1 << 0;
 const LSR_THR_EMPTY: u8 = 1 << 5;
 
@@ -48,7 +52,7 @@ impl Uart {
         unsafe { self.base.add(reg).write_volatile(v) }
     }
 
-    /// 8N1, FIFOs on, divisor 1 (the fastest rate; emulators ignore it), receive
+    /// 8N1, FIFOs off (a byte received before is kept), divisor 1 (the fastest rate; emulators ignore it), receive
     /// interrupt enabled.
     pub fn init(&mut self) {
         self.write(IER, 0);
@@ -56,7 +60,7 @@ impl Uart {
         self.write(RBR_THR, 1); // divisor latch low
         self.write(IER, 0); // divisor latch high
         self.write(LCR, LCR_8N1);
-        self.write(FCR, FCR_ENABLE_AND_CLEAR);
+        self.write(FCR, FCR_FIFOS_OFF);
         self.write(IER, IER_RX_AVAILABLE);
     }
 

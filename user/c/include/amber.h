@@ -33,8 +33,19 @@ uint32_t amber_nvm_write(uint32_t slot, uint32_t offset, const void *buf, size_t
 uint32_t amber_timer_set(uint32_t timer, uint32_t notify, uint32_t bits, uint64_t deadline);
 /* Waits for bits on notification `notify`; `*bits` = the bits taken. */
 uint32_t amber_wait(uint32_t notify, uint32_t *bits);
+/* Takes the bits of notification `notify` without blocking (`*bits` = 0: none). */
+uint32_t amber_poll(uint32_t notify, uint32_t *bits);
+/* Registers the caller's commit watch: the AMBER_COMMIT_WATCH_SIZE bytes at `block`,
+ * `commit_bits` and `restore_bits` signalled on notification `notify` after each
+ * commit and after a restore; `flags` AMBER_WATCH_*. */
+uint32_t amber_commit_watch(void *block, uint32_t notify, uint32_t commit_bits,
+                            uint32_t restore_bits, uint32_t flags);
 /* The retired-instruction counter (exact under -icount). */
 uint64_t amber_instret(void);
+
+/* Drops console input the runtime has taken from the kernel but stdin has not yet
+ * handed out (after a restore it belongs to a session that is gone). */
+void amber_console_discard_input(void);
 
 /* What reading the console does while no input is waiting: by default it yields; a
  * task that holds a timer overrides it (a strong definition) to sleep instead. */

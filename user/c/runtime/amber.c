@@ -75,6 +75,19 @@ uint32_t amber_wait(uint32_t notify, uint32_t *bits) {
     return e;
 }
 
+uint32_t amber_poll(uint32_t notify, uint32_t *bits) {
+    uint32_t r[6];
+    uint32_t e = call(AMBER_SYS_POLL, notify, 0, 0, 0, 0, r);
+    *bits = e == AMBER_OK ? r[1] : 0;
+    return e;
+}
+
+uint32_t amber_commit_watch(void *block, uint32_t notify, uint32_t commit_bits,
+                            uint32_t restore_bits, uint32_t flags) {
+    return call(AMBER_SYS_COMMIT_WATCH, (uint32_t)(uintptr_t)block, notify, commit_bits,
+                restore_bits, flags, NULL);
+}
+
 uint64_t amber_instret(void) {
     uint32_t hi, lo, again;
     do {
@@ -122,6 +135,8 @@ static int console_get(FILE *f) {
     }
     return in_buf[in_at++];
 }
+
+void amber_console_discard_input(void) { in_at = in_len = 0; }
 
 static FILE console = FDEV_SETUP_STREAM(console_put, console_get, console_flush, _FDEV_SETUP_RW);
 FILE *const stdin = &console;
