@@ -262,7 +262,7 @@ fn crash_cycles(app: &str, what: &str, stores: u64, check: &mut dyn Check) {
             } else {
                 Duration::from_millis(100 + rng.below(400))
             };
-        while booted {
+        while booted && Instant::now() < deadline {
             let Some(line) = q.next_line(deadline.saturating_duration_since(Instant::now())) else {
                 break;
             };
@@ -271,9 +271,6 @@ fn crash_cycles(app: &str, what: &str, stores: u64, check: &mut dyn Check) {
             }
             if line.contains("KERNEL PANIC") {
                 fail(&q, "kernel panic");
-            }
-            if Instant::now() >= deadline {
-                break;
             }
         }
         std::thread::sleep(Duration::from_millis(20));
