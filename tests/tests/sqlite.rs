@@ -215,7 +215,8 @@ impl Check for Transactions {
 /// `cycles()` crash-and-reboot cycles of `app` on one NVM image: even cycles end by
 /// SIGKILL at a random instant, odd ones at a chosen NVM store among the first
 /// `stores` after boot (torn after a random number of bytes).
-fn crash_cycles(app: &str, what: &str, stores: u64, check: &mut dyn Check) {
+/// Returns nvm-inspect's description of the image after the last cut.
+fn crash_cycles(app: &str, what: &str, stores: u64, check: &mut dyn Check) -> String {
     let total = cycles();
     let mut rng = Rng::from_env(app);
     let machine = app_machine(app);
@@ -226,6 +227,7 @@ fn crash_cycles(app: &str, what: &str, stores: u64, check: &mut dyn Check) {
         .0
         .clone();
     let (mut sigkills, mut store_cuts, mut recoveries, mut cuts_in_boot) = (0, 0, 0, 0);
+    let mut inspected = String::new();
     for cycle in 0..total {
         let by_store = cycle % 2 == 1;
         let mut m = machine.clone();
@@ -295,6 +297,7 @@ fn crash_cycles(app: &str, what: &str, stores: u64, check: &mut dyn Check) {
             report.problems,
             report.text
         );
+        inspected = report.text;
     }
     let figures = format!(
         "{total} cycles ({sigkills} SIGKILL, {store_cuts} cuts at a chosen store, \
@@ -313,11 +316,12 @@ fn crash_cycles(app: &str, what: &str, stores: u64, check: &mut dyn Check) {
         "{app}: no progress over {total} cycles"
     );
     record(&format!("crash cycles, {what} (QEMU): {figures}"));
+    inspected
 }
 
 #[test]
 fn the_c_example_apps_committed_count_only_grows_across_power_cuts() {
-    crash_cycles(
+    let _ = crash_cycles(
         "ccounter",
         "C example app ccounter",
         400,
@@ -327,7 +331,7 @@ fn the_c_example_apps_committed_count_only_grows_across_power_cuts() {
 
 #[test]
 fn sqlite_whole_system_way_keeps_every_acknowledged_transaction_and_nothing_after() {
-    crash_cycles(
+    let _ = crash_cycles(
         "sqlite-crash",
         "SQLite, whole-system way (app sqlite-crash)",
         400,
@@ -339,10 +343,16 @@ fn sqlite_whole_system_way_keeps_every_acknowledged_transaction_and_nothing_afte
 fn sqlite_journal_way_keeps_every_acknowledged_transaction_and_nothing_after() {
     // The VFS's NVM writes are numbered with the kernel's stores (it writes through
     // NvmWrite): the chosen stores reach well into the workload's transactions.
-    crash_cycles(
+    let inspected = crash_cycles(
         "sqlite-crash-journal",
         "SQLite, its own journal on NVM (app sqlite-crash-journal)",
         4000,
         &mut Transactions::default(),
+    );
+    // nvm-inspect reads the VFS's size records as vfs.c writes them.
+    assert!(
+        inspected.contains("FRAM: SQLite files (size record ")
+            && inspected.contains(" pages of 512)"),
+        "{inspected}"
     );
 }

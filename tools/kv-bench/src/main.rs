@@ -10,7 +10,7 @@
 //! Usage: `kv-bench LINES --out DIR` (LINES: a file holding the `kvbench:` lines). It
 //! prices counts; it must never measure anything itself.
 
-mod model;
+use kv_bench_model as model;
 mod plot;
 
 use model::{throughput, Counts, Device};

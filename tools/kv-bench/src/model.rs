@@ -1,7 +1,8 @@
 //! The device models: modelled time of a run = its instructions at 160 MHz (the
 //! ESP32-C3's clock, one instruction per cycle) plus the device time of its traffic,
 //! from each part's datasheet. This file must never read a host clock and never
-//! change a count: it prices what `kvbench` counted.
+//! change a count: it prices what `kvbench` counted (and, as the library
+//! `kv_bench_model`, what `cargo xtask bench` counts of SQLite's benchmark).
 //!
 //! | device | time charged | source |
 //! |---|---|---|

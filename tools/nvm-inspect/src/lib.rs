@@ -1,6 +1,7 @@
 //! Reads an Amber NVM image and checks every invariant of its format, without
 //! changing it: the superblock, the boot record, and the checkpoint area in the kernel
-//! area (decoded by `amber_ckpt::inspect`). The report lists what was found;
+//! area (decoded by `amber_ckpt::inspect`), and describes what apps keep in the FRAM
+//! partition (the key-value table, SQLite's files). The report lists what was found;
 //! `problems` lists each invariant that fails, in words. This library must never write
 //! to the image: it inspects a copy.
 
@@ -143,6 +144,7 @@ pub fn inspect(image: &[u8]) -> Report {
         None => problems.push("neither boot record slot passes its checksum".into()),
     }
     kv_table(image, sb.fram_area, &mut text);
+    sqlite_files(image, sb.fram_area, &mut text);
     let ckpt = amber_ckpt::inspect(&mut nvm, sb.kernel_area);
     for l in &ckpt.lines {
         let _ = writeln!(text, "{l}");
@@ -188,6 +190,66 @@ fn kv_table(image: &[u8], fram: amber_format::Region, text: &mut String) {
             "  FRAM: key-value table not readable as applied so far ({e}); the driver's ring replays the rest after recovery"
         ),
     };
+}
+
+/// The SQLite task's files in the FRAM partition (its VFS, journal way:
+/// `user/c/tasks/sqlite/vfs.c` writes this layout): two 16-byte size records at 0 and
+/// 16 (sequence, database size, journal size, check), the journal's bytes from 64, the
+/// database's after the journal's 64 KiB. Never a problem: SQLite's own
+/// `PRAGMA integrity_check` judges the database, and a journal left behind is the hot
+/// journal SQLite rolls back at its next open.
+fn sqlite_files(image: &[u8], fram: amber_format::Region, text: &mut String) {
+    const FORMAT: u32 = 0x51A3_B001;
+    const JOURNAL_AT: usize = 64;
+    const DB_AT: usize = JOURNAL_AT + 64 * 1024;
+    let Some(part) = image.get(fram.offset as usize..(fram.offset + fram.len) as usize) else {
+        return;
+    };
+    if part.len() < DB_AT + 100 {
+        return;
+    }
+    let word = |at: usize| u32::from_le_bytes(part[at..at + 4].try_into().unwrap());
+    let newest = (0..2)
+        .map(|slot| {
+            let r: [u32; 4] = std::array::from_fn(|i| word(slot * 16 + 4 * i));
+            (
+                r,
+                FORMAT ^ r[0] ^ r[1].rotate_left(7) ^ r[2].rotate_left(13),
+            )
+        })
+        .filter(|(r, check)| {
+            r[3] == *check && (r[1] as usize) <= part.len() - DB_AT && r[2] as usize <= 64 * 1024
+        })
+        .map(|(r, _)| r)
+        .max_by_key(|r| r[0]);
+    let Some([seq, db, journal, _]) = newest else {
+        return;
+    };
+    let header = &part[DB_AT..DB_AT + 100.min(db as usize)];
+    let page = if header.starts_with(b"SQLite format 3\0") && header.len() >= 18 {
+        match u16::from_be_bytes([header[16], header[17]]) {
+            1 => 65536,
+            n => u32::from(n),
+        }
+    } else {
+        0
+    };
+    let _ = writeln!(
+        text,
+        "  FRAM: SQLite files (size record {seq}): database {db} bytes{}, journal {journal} bytes{}",
+        if let Some(pages) = db.checked_div(page) {
+            format!(" ({pages} pages of {page})")
+        } else if db > 0 {
+            " (no SQLite header)".to_owned()
+        } else {
+            String::new()
+        },
+        if journal > 0 {
+            " (a hot journal: SQLite rolls it back at its next open)"
+        } else {
+            ""
+        }
+    );
 }
 
 #[cfg(test)]
@@ -350,5 +412,44 @@ mod tests {
         let report = inspect(&image);
         assert!(!report.is_consistent());
         assert!(report.newest_boot.is_none());
+    }
+
+    #[test]
+    fn sqlite_files_are_described_from_the_newer_valid_size_record() {
+        const FORMAT: u32 = 0x51A3_B001;
+        let fram = amber_format::Region {
+            offset: 0,
+            len: 128 * 1024,
+        };
+        let mut part = vec![0u8; fram.len as usize];
+        let mut record = |slot: usize, r: [u32; 3]| {
+            let check = FORMAT ^ r[0] ^ r[1].rotate_left(7) ^ r[2].rotate_left(13);
+            for (i, w) in r.iter().chain([check].iter()).enumerate() {
+                part[slot * 16 + 4 * i..][..4].copy_from_slice(&w.to_le_bytes());
+            }
+        };
+        record(1, [1, 1024, 0]);
+        record(0, [2, 2048, 600]);
+        let db = 64 + 64 * 1024;
+        part[db..db + 16].copy_from_slice(b"SQLite format 3\0");
+        part[db + 16..db + 18].copy_from_slice(&512u16.to_be_bytes());
+        let mut text = String::new();
+        sqlite_files(&part, fram, &mut text);
+        assert!(
+            text.contains("size record 2): database 2048 bytes (4 pages of 512), journal 600 bytes (a hot journal"),
+            "{text}"
+        );
+        part[0] ^= 1; // the newer record torn: the older one holds
+        let mut text = String::new();
+        sqlite_files(&part, fram, &mut text);
+        assert!(
+            text.contains(
+                "size record 1): database 1024 bytes (2 pages of 512), journal 0 bytes\n"
+            ),
+            "{text}"
+        );
+        let mut text = String::new();
+        sqlite_files(&vec![0u8; fram.len as usize], fram, &mut text);
+        assert!(text.is_empty(), "a blank partition holds no files: {text}");
     }
 }

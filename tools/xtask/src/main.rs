@@ -15,6 +15,7 @@ mod gdb;
 mod harvest;
 mod latency;
 mod sizing;
+mod sqlite_bench;
 mod validate;
 
 use amber_qemu::{
@@ -668,6 +669,51 @@ fn icount_run_sampled(
     marker: &str,
     count: usize,
 ) -> Result<(Vec<String>, Vec<String>), String> {
+    let mut found = Vec::new();
+    let mut samples = Vec::new();
+    icount_console(kernel, bootargs, |line| {
+        if line.contains(marker) {
+            println!("{}", line.trim_end());
+            found.push(line);
+        } else if line.contains("] samples ") {
+            samples.push(line);
+        }
+        found.len() == count
+    })?;
+    if found.len() < count {
+        return Err(format!(
+            "expected {count} `{marker}` lines, got {}",
+            found.len()
+        ));
+    }
+    Ok((found, samples))
+}
+
+/// Every console line of `kernel` booted as [`icount_console`] boots it, up to and
+/// with the first that contains `last`.
+fn icount_lines_until(kernel: &Path, bootargs: &str, last: &str) -> Result<Vec<String>, String> {
+    let mut lines = Vec::new();
+    let mut done = false;
+    icount_console(kernel, bootargs, |line| {
+        done = line.contains(last);
+        lines.push(line);
+        done
+    })?;
+    if !done {
+        return Err(format!("the guest stopped before printing `{last}`"));
+    }
+    Ok(lines)
+}
+
+/// Boots `kernel` under `-icount shift=0,sleep=off` on a fresh NVM image with
+/// `bootargs` and hands each console line to `line` until it returns true (or the
+/// machine stops). A kernel panic, a task that panics or ends, and a guest silent for
+/// [`BENCH_TIMEOUT`] are errors.
+fn icount_console(
+    kernel: &Path,
+    bootargs: &str,
+    mut line: impl FnMut(String) -> bool,
+) -> Result<(), String> {
     let dir = root().join("target/amber/bench");
     let nvm = dir.join("nvm.img");
     let _ = std::fs::remove_file(&nvm);
@@ -696,55 +742,36 @@ fn icount_run_sampled(
             }
         }
     });
-    let mut found = Vec::new();
-    let mut samples = Vec::new();
     let mut last = Vec::new();
-    loop {
-        let line = match rx.recv_timeout(BENCH_TIMEOUT) {
-            Ok(line) => line,
+    let result = loop {
+        let next = match rx.recv_timeout(BENCH_TIMEOUT) {
+            Ok(next) => next,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "the guest printed nothing for {BENCH_TIMEOUT:?} after {} of {count} `{marker}` lines; its last lines:\n{}",
-                    found.len(),
+                break Err(format!(
+                    "the guest printed nothing for {BENCH_TIMEOUT:?}; its last lines:\n{}",
                     last.join("\n")
                 ));
             }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
         };
         if last.len() == 20 {
             last.remove(0);
         }
-        last.push(line.clone());
-        if line.contains("KERNEL PANIC") {
-            let _ = child.kill();
-            return Err(format!("the kernel panicked: {line}"));
+        last.push(next.clone());
+        if next.contains("KERNEL PANIC") {
+            break Err(format!("the kernel panicked: {next}"));
         }
         // A benchmark task that panics or faults would never print its figures.
-        if line.contains("panicked") || line.contains("; task ended") {
-            let _ = child.kill();
-            return Err(format!("a benchmark task stopped: {line}"));
+        if next.contains("panicked") || next.contains("; task ended") {
+            break Err(format!("a benchmark task stopped: {next}"));
         }
-        if line.contains(marker) {
-            println!("{}", line.trim_end());
-            found.push(line);
-        } else if line.contains("] samples ") {
-            samples.push(line);
+        if line(next) {
+            break Ok(());
         }
-        if found.len() == count {
-            break;
-        }
-    }
+    };
     let _ = child.kill();
     let _ = child.wait();
-    if found.len() < count {
-        return Err(format!(
-            "expected {count} `{marker}` lines, got {}",
-            found.len()
-        ));
-    }
-    Ok((found, samples))
+    result
 }
 
 /// Runs the benchmarks and prints their figures. They measure; they never pass or fail
@@ -817,6 +844,7 @@ fn bench() -> Result<(), String> {
             "target/kv-bench",
         ]),
     )?;
+    sqlite_bench::run(|app| build_app(app, DEFAULT_NVM_SIZE), icount_lines_until)?;
     step(
         "running the vNV-Heap benchmarks (tools/vnv-bench)",
         cargo().args([

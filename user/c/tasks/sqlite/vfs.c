@@ -25,8 +25,8 @@
  * does not occupy, so a write torn by a power cut leaves the older record standing:
  * file sizes change atomically. A blank grant (no valid record) holds empty files.
  * Writing past a file's room is SQLITE_FULL; nothing else is ever refused.
- * nvm-inspect does not read this format: it is the task's own file system, not the
- * kernel's, and SQLite's PRAGMA integrity_check reads it. */
+ * nvm-inspect describes the files from the size records (tools/nvm-inspect, which
+ * holds the same constants: change both); SQLite's PRAGMA integrity_check judges them. */
 #include <string.h>
 #include "amber.h"
 #include "amber_env.h"
