@@ -66,6 +66,8 @@ commands:
                         target/amber/bench/latency.svg), the key-value peer comparison
                         (CSV and SVG in target/kv-bench) and the vNV-Heap figures
                         (target/vnv-bench)
+  bench sqlite          only SQLite's: whole-system persistence against its own
+                        journal on NVM (sqlite-bench apps, -icount)
   test [options]        run every check: rustfmt, clippy (host and device), host unit
                         tests, and the QEMU integration tests in tests/; ends with what
                         they showed (crash states, crash cycles, syscalls fuzzed)
@@ -103,7 +105,11 @@ fn main() -> ExitCode {
         Some("run") => run(&args[1..]),
         Some("flash") => esp32c3::flash_cmd(&args[1..]),
         Some("test") => test(&args[1..]),
-        Some("bench") => bench(),
+        Some("bench") => match &args[1..] {
+            [] => bench(),
+            [only] if only == "sqlite" => sqlite_bench(),
+            _ => Err(format!("usage: cargo xtask bench [sqlite]\n\n{USAGE}")),
+        },
         Some("inspect") => inspect(&args[1..]),
         Some("harvest") => harvest::run(&args[1..], |name| build_app(name, DEFAULT_NVM_SIZE)),
         Some("-h" | "--help" | "help") => {
@@ -772,6 +778,12 @@ fn icount_console(
     let _ = child.kill();
     let _ = child.wait();
     result
+}
+
+/// SQLite's part of the benchmarks (`sqlite_bench`).
+fn sqlite_bench() -> Result<(), String> {
+    find_qemu().map_err(|e| e.to_string())?;
+    sqlite_bench::run(|app| build_app(app, DEFAULT_NVM_SIZE), icount_lines_until)
 }
 
 /// Runs the benchmarks and prints their figures. They measure; they never pass or fail

@@ -19,9 +19,9 @@ const WAYS: [(&str, &str); 2] = [
     ("sqlite-bench", "whole-system"),
     ("sqlite-bench-journal", "own journal"),
 ];
-/// What the task prints; its last line.
-const MARKER: &str = "sqlite-bench: ";
-const DONE: &str = "sqlite-bench: done";
+/// What the task (named `sqlite` in both apps) prints; its last line.
+const MARKER: &str = "[sqlite] sqlite-bench: ";
+const DONE: &str = "[sqlite] sqlite-bench: done";
 /// TreeSLS's claim: whole-system persistence at least this many times the throughput
 /// of an application's own log, on write transactions.
 const CLAIM: f64 = 2.0;
@@ -198,5 +198,11 @@ mod tests {
             "a checkpoint between phases counts for neither"
         );
         assert!(phases(&["[sqlite] sqlite-bench: x ops 1".to_owned()]).is_err());
+        assert!(
+            phases(&["[ 0.0 INFO ] app sqlite-bench: SQLite benchmark".to_owned()])
+                .unwrap()
+                .is_empty(),
+            "the kernel's line naming the app is not the task's"
+        );
     }
 }

@@ -166,6 +166,21 @@ impl Kernel {
         }
     }
 
+    /// A console buffer of `DebugWrite` or `ConsoleRead`: at most `MAX_DEBUG_WRITE`
+    /// bytes (`TooLong`) of memory thread `t` may access with `rights` (`BadPointer`).
+    fn check_console_buffer(
+        &self,
+        t: ThreadId,
+        ptr: u32,
+        len: u32,
+        rights: Rights,
+    ) -> Result<(), Error> {
+        if len > MAX_DEBUG_WRITE {
+            return Err(Error::TooLong);
+        }
+        self.check_user(t, ptr, len, rights)
+    }
+
     /// `DebugWrite(ptr, len)`: at most `MAX_DEBUG_WRITE` bytes the task may read.
     fn sys_debug_write(
         &mut self,
@@ -175,10 +190,7 @@ impl Kernel {
         mem: &mut dyn UserMemory,
         plat: &mut dyn Platform,
     ) -> Outcome {
-        if len > MAX_DEBUG_WRITE {
-            return Outcome::err(Error::TooLong);
-        }
-        if let Err(e) = self.check_user(t, ptr, len, Rights::READ) {
+        if let Err(e) = self.check_console_buffer(t, ptr, len, Rights::READ) {
             return Outcome::err(e);
         }
         let mut buf = [0u8; MAX_DEBUG_WRITE as usize];
@@ -201,10 +213,7 @@ impl Kernel {
         mem: &mut dyn UserMemory,
         plat: &mut dyn Platform,
     ) -> Outcome {
-        if len > MAX_DEBUG_WRITE {
-            return Outcome::err(Error::TooLong);
-        }
-        if let Err(e) = self.check_user(t, ptr, len, Rights::WRITE) {
+        if let Err(e) = self.check_console_buffer(t, ptr, len, Rights::WRITE) {
             return Outcome::err(e);
         }
         let mut buf = [0u8; MAX_DEBUG_WRITE as usize];
