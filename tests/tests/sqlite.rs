@@ -13,7 +13,8 @@
 //! SQLite's checkpoints are large and the suite must stay within CI's time.
 
 use amber_kernel::exit::ExitCode;
-use amber_tests::{app_machine, number_after, record, Qemu, Rng};
+use amber_tests::{app_machine, number_after, record, scratch, xtask, Qemu, Rng};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Bound on a wait the guest's own progress ends first (the machine may be busy).
@@ -99,6 +100,87 @@ fn the_sql_shell_keeps_its_tables_across_a_power_cut_whole_system_way() {
 #[test]
 fn the_sql_shell_keeps_its_tables_across_a_power_cut_journal_way() {
     shell_keeps_its_tables_across_a_power_cut("sqlite-journal");
+}
+
+/// `cargo xtask run --app sqlite` (the built image) on the NVM image `nvm`.
+fn xtask_run_sqlite(nvm: &std::path::Path) -> Qemu {
+    let mut cmd = Command::new(xtask());
+    cmd.args(["run", "--app", "sqlite", "--no-build", "--nvm"])
+        .arg(nvm);
+    Qemu::spawn(cmd)
+}
+
+/// Cuts the power of the QEMU that `xtask run` (`q`) started: SIGKILL, then xtask ends.
+fn cut_power_under_xtask(q: &mut Qemu) {
+    let pid = q.id();
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
+    for child in children.unwrap_or_default().split_whitespace() {
+        let _ = Command::new("kill").args(["-9", child]).status();
+    }
+    q.kill();
+}
+
+#[test]
+fn cargo_xtask_run_app_sqlite_takes_piped_sql_and_keeps_its_rows_across_a_power_cut() {
+    let nvm = scratch("sqlite-xtask-run").join("nvm.img");
+    let mut q = xtask_run_sqlite(&nvm);
+    q.expect("[sqlite] SQLite 3.");
+    // A script arrives at once, as from a pipe: the kernel's input queue holds the
+    // sender back while the shell works through it.
+    let mut script = String::from("CREATE TABLE seeds(n INTEGER, name TEXT);\n");
+    for i in 0..100 {
+        script.push_str(&format!(
+            "INSERT INTO seeds VALUES ({i}, 'seed number {i}');\n"
+        ));
+    }
+    script.push_str("SELECT count(*), sum(n) FROM seeds;\n");
+    q.send(script.as_bytes());
+    q.expect("[sqlite] 100|4950");
+    assert!(
+        !q.transcript().contains("bytes dropped"),
+        "the input queue must hold the sender back, never drop a byte"
+    );
+    cut_power_under_xtask(&mut q);
+    let mut q = xtask_run_sqlite(&nvm);
+    q.expect("[sqlite] sqlite>");
+    assert_eq!(
+        sql(
+            &mut q,
+            "SELECT name FROM seeds WHERE n IN (0, 99) ORDER BY n;"
+        ),
+        ["seed number 0", "seed number 99"]
+    );
+    cut_power_under_xtask(&mut q);
+}
+
+#[test]
+fn the_benchmark_workload_runs_every_phase_on_both_ways() {
+    for (app, journal) in [("sqlite-bench", false), ("sqlite-bench-journal", true)] {
+        let mut q = Qemu::boot(&app_machine(app));
+        let mut phases = Vec::new();
+        loop {
+            let line = q.expect_within("[sqlite] sqlite-bench: ", GUEST_TIMEOUT);
+            if line.contains("sqlite-bench: done") {
+                break;
+            }
+            if line.contains("sqlite-bench: begin ") {
+                continue;
+            }
+            let txns = number_after(&line, " txns ").expect("txns");
+            let bytes = number_after(&line, " vfs-nvm-bytes ").expect("vfs-nvm-bytes");
+            assert!(
+                number_after(&line, " instructions ").unwrap_or(0) > 0,
+                "{line}"
+            );
+            assert_eq!(
+                bytes > 0,
+                journal && txns > 0,
+                "only the journal way writes NVM through its VFS, and only to commit: {line}"
+            );
+            phases.push(line);
+        }
+        assert_eq!(phases.len(), 7, "{app}: {phases:#?}");
+    }
 }
 
 #[test]

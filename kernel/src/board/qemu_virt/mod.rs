@@ -50,6 +50,9 @@ mod device {
     /// raises the PFI by sending it; on a board it is a brown-out detector or a
     /// comparator's GPIO.
     const POWER_FAIL_BYTE: u8 = 0x10;
+    /// The most console bytes one UART interrupt takes (well within the slack of the
+    /// kernel's input queue, `console_in::SLACK`).
+    const RX_BURST: usize = 16;
 
     /// The command line said QEMU runs with `-icount`.
     static ICOUNT: AtomicBool = AtomicBool::new(false);
@@ -258,7 +261,11 @@ mod device {
             if irq != UART_IRQ {
                 return event(Event::Irq(irq));
             }
-            loop {
+            // At most RX_BURST bytes: QEMU refills the receiver as fast as it is read,
+            // so draining "until empty" would never end while a script is piped in, and
+            // a stop the kernel's input queue asks for (`console_receive`) must take
+            // effect within its slack. The interrupt comes again for the rest.
+            for _ in 0..RX_BURST {
                 // The guard must be gone before the event, which may log (locking the
                 // UART): `let else` drops it at the end of the statement.
                 let Some(byte) = CONSOLE.lock().receive() else {
