@@ -1,6 +1,7 @@
 //! The QEMU machine Amber runs on, in one place for `xtask` and the integration tests.
 //!
-//! It finds `qemu-system-riscv32` (naming the Debian package when it is missing) and
+//! It finds `qemu-system-riscv32` (naming the Debian package when it is missing; xtask's
+//! set-up, `tools/xtask/src/setup.rs`, installs that package) and
 //! builds the command line: `virt`, an RV32IMC CPU (no A, F, D or H extension, so a
 //! stray atomic or float instruction traps here before it does on an ESP32-C3), no
 //! firmware, and the NVM as an `ivshmem-plain` device over a host file with
@@ -103,7 +104,8 @@ impl fmt::Display for QemuMissing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{QEMU} was not found on PATH. Install it with `apt-get install {QEMU_PACKAGE}` \
+            "{QEMU} was not found on PATH: `cargo xtask run` and `cargo xtask test` install it \
+             when run as root; otherwise install it with `apt-get install {QEMU_PACKAGE}` \
              (Debian/Ubuntu package {QEMU_PACKAGE})"
         )
     }

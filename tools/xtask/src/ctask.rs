@@ -22,8 +22,11 @@ use std::process::Command;
 
 /// The C compiler (and linker driver), from Debian's `gcc-riscv64-unknown-elf`.
 pub const CC: &str = "riscv64-unknown-elf-gcc";
-/// The Debian packages C tasks need: the compiler and picolibc.
+/// The Debian packages C tasks need: the compiler and picolibc (`setup::NEEDS` installs
+/// them).
 pub const PACKAGES: [&str; 2] = ["gcc-riscv64-unknown-elf", "picolibc-riscv64-unknown-elf"];
+/// What picolibc's package installs and the compiler's `--specs` reads.
+pub const PICOLIBC_SPECS: &str = "/usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs";
 /// The code model every C object is built for: RV32IMC, soft float (the ESP32-C3's ISA).
 const ARCH: [&str; 3] = ["-march=rv32imc", "-mabi=ilp32", "--specs=picolibc.specs"];
 /// What every object is built with.
@@ -72,12 +75,12 @@ fn root() -> PathBuf {
 
 /// Whether the C toolchain is there; if not, what to install.
 pub fn check_toolchain() -> Result<(), String> {
-    let picolibc = Path::new("/usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs");
+    let picolibc = Path::new(PICOLIBC_SPECS);
     if amber_qemu::on_path(CC).is_some() && picolibc.is_file() {
         return Ok(());
     }
     Err(format!(
-        "C tasks need {CC} and picolibc: apt-get install {} (.ci/run installs them)",
+        "C tasks need {CC} and picolibc: apt-get install {} (`cargo xtask test` installs them as root)",
         PACKAGES.join(" ")
     ))
 }

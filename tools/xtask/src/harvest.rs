@@ -25,7 +25,6 @@
 
 use crate::sizing::Sizing;
 use amber_qemu::Machine;
-use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -669,89 +668,95 @@ pub fn run(args: &[String], build: impl Fn(&str) -> Result<PathBuf, String>) -> 
         after_warn_instr / n
     );
     let svg = dir.join(format!("{name}.svg"));
-    std::fs::write(
-        &svg,
-        plot(
-            &m.samples,
-            &r,
-            span,
-            &format!("{app} on {stem}, {:.0} µF", cap * 1e6),
-        ),
+    let drawing = plot(
+        &m.samples,
+        &r,
+        span,
+        &format!("{app} on {stem}, {:.0} µF", cap * 1e6),
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| format!("cannot draw the voltage plot: {e}"))?;
+    std::fs::write(&svg, drawing).map_err(|e| format!("cannot write {}: {e}", svg.display()))?;
     println!("harvest: voltage plot {}", svg.display());
     Ok(())
 }
 
 /// The voltage over time with the warnings (orange), completed checkpoints (green)
-/// and cuts (red).
-fn plot(samples: &[(f64, f64)], r: &Run, end: f64, title: &str) -> String {
-    let (w, h, m) = (900.0, 320.0, 50.0);
-    let x = |t: f64| m + (w - 2.0 * m) * t / end.max(1e-9);
-    // 2.8 to 3.8 V: where the cycles are (the first charge from 0 V is clipped).
-    let y = |v: f64| h - m - (h - 2.0 * m) * (v.clamp(2.8, 3.8) - 2.8);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{m}" y="20">{title}: capacitor voltage</text>"#
-    );
-    for (v, name) in [(V_ON, "V_on"), (V_WARN, "V_warn"), (V_OFF, "V_off")] {
-        let _ = writeln!(
-            s,
-            r##"<line x1="{m}" x2="{}" y1="{y}" y2="{y}" stroke="#bbb" stroke-dasharray="4"/><text x="{}" y="{}">{name} {v} V</text>"##,
-            w - m,
-            w - m + 2.0,
-            y(v) + 4.0,
-            y = y(v)
-        );
+/// and cuts (red), drawn with plotters; 2.8 to 3.8 V, where the cycles are (the first
+/// charge from 0 V is clipped).
+fn plot(
+    samples: &[(f64, f64)],
+    r: &Run,
+    end: f64,
+    title: &str,
+) -> Result<String, Box<dyn std::error::Error>> {
+    use plotters::prelude::{
+        ChartBuilder, Circle, Color, IntoDrawingArea, LineSeries, PathElement, RGBColor,
+        SVGBackend, SeriesLabelPosition, BLACK, WHITE,
+    };
+    const VOLTAGE: RGBColor = RGBColor(31, 119, 180);
+    const LEVEL: RGBColor = RGBColor(170, 170, 170);
+    let colour = |mark: Mark| match mark {
+        Mark::Warn => RGBColor(255, 127, 14),
+        Mark::Checkpoint => RGBColor(44, 160, 44),
+        Mark::Cut => RGBColor(214, 39, 40),
+    };
+    let (lo, hi) = (2.8, 3.8);
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (900, 360)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{title}: capacitor voltage"), ("sans-serif", 14))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(45)
+            .build_cartesian_2d(0.0..end.max(1e-9), lo..hi)?;
+        chart
+            .configure_mesh()
+            .light_line_style(WHITE)
+            .x_desc("seconds")
+            .y_desc("volts")
+            .draw()?;
+        for (v, name) in [(V_ON, "V_on"), (V_WARN, "V_warn"), (V_OFF, "V_off")] {
+            chart
+                .draw_series([PathElement::new(vec![(0.0, v), (end, v)], LEVEL)])?
+                .label(format!("{name} {v} V"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], LEVEL));
+        }
+        // At most about 4,000 points (a repeated trace samples many more).
+        let points = samples
+            .iter()
+            .step_by(samples.len() / 4000 + 1)
+            .map(|&(t, v)| (t, v.clamp(lo, hi)));
+        chart
+            .draw_series(LineSeries::new(points, VOLTAGE))?
+            .label("voltage")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], VOLTAGE));
+        for (mark, name) in [
+            (Mark::Warn, "warning"),
+            (Mark::Checkpoint, "checkpoint completed"),
+            (Mark::Cut, "cut before the checkpoint completed"),
+        ] {
+            let c = colour(mark);
+            chart
+                .draw_series(
+                    r.marks
+                        .iter()
+                        .filter(|m| m.2 == mark)
+                        .map(|&(t, v, _)| Circle::new((t, v.clamp(lo, hi)), 3, c.filled())),
+                )?
+                .label(name)
+                .legend(move |(x, y)| Circle::new((x + 8, y), 3, c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
+        root.present()?;
     }
-    let _ = writeln!(
-        s,
-        r##"<line x1="{m}" x2="{m}" y1="{}" y2="{}" stroke="black"/><line x1="{m}" x2="{}" y1="{}" y2="{}" stroke="black"/><text x="{}" y="{}">{end:.0} s</text><text x="{m}" y="{}">0</text>"##,
-        y(0.0),
-        y(4.0),
-        w - m,
-        y(0.0),
-        y(0.0),
-        w - m - 20.0,
-        y(0.0) + 16.0,
-        y(0.0) + 16.0
-    );
-    // At most about 4,000 points (a repeated trace samples many more).
-    let pts: Vec<String> = samples
-        .iter()
-        .step_by(samples.len() / 4000 + 1)
-        .map(|&(t, v)| format!("{:.1},{:.1}", x(t), y(v)))
-        .collect();
-    let _ = writeln!(
-        s,
-        r##"<polyline fill="none" stroke="#1f77b4" points="{}"/>"##,
-        pts.join(" ")
-    );
-    for &(t, v, mark) in &r.marks {
-        let colour = match mark {
-            Mark::Warn => "#ff7f0e",
-            Mark::Checkpoint => "#2ca02c",
-            Mark::Cut => "#d62728",
-        };
-        let _ = writeln!(
-            s,
-            r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{colour}"/>"#,
-            x(t),
-            y(v)
-        );
-    }
-    let _ = writeln!(
-        s,
-        r##"<text x="{m}" y="{}"><tspan fill="#ff7f0e">● warning</tspan>  <tspan fill="#2ca02c">● checkpoint completed</tspan>  <tspan fill="#d62728">● cut before the checkpoint completed</tspan></text>"##,
-        h - 10.0
-    );
-    s.push_str("</svg>\n");
-    s
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -853,5 +858,43 @@ mod tests {
         assert!(Trace::load(&p).unwrap_err().contains(":3:"));
         std::fs::write(&p, "t,p\n0,1\n").unwrap();
         assert!(Trace::load(&p).is_err());
+    }
+
+    #[test]
+    fn the_voltage_plot_marks_each_warning_checkpoint_and_cut() {
+        let samples: Vec<(f64, f64)> = (0..100)
+            .map(|i| (f64::from(i), 3.0 + f64::from(i % 7) * 0.1))
+            .collect();
+        let r = Run {
+            marks: vec![
+                (10.0, V_WARN, Mark::Warn),
+                (10.5, 3.1, Mark::Checkpoint),
+                (40.0, V_WARN, Mark::Warn),
+                (40.5, V_OFF, Mark::Cut),
+            ],
+            ..Run::default()
+        };
+        let svg = plot(&samples, &r, 100.0, "heap on rf, 100 µF").unwrap();
+        assert!(
+            svg.contains("heap on rf, 100 µF: capacitor voltage"),
+            "{svg}"
+        );
+        // Each mark and its legend entry: two warnings, one checkpoint, one cut.
+        assert_eq!(svg.matches("<circle").count(), 4 + 3);
+        for (colour, n) in [("#FF7F0E", 2 + 1), ("#2CA02C", 1 + 1), ("#D62728", 1 + 1)] {
+            assert_eq!(
+                svg.matches(&format!(r#"fill="{colour}""#)).count(),
+                n,
+                "{colour}"
+            );
+        }
+        for label in [
+            "V_warn 3.2 V",
+            "warning",
+            "checkpoint completed",
+            "cut before the checkpoint completed",
+        ] {
+            assert!(svg.contains(&format!(">\n{label}\n<")), "{label}");
+        }
     }
 }

@@ -7,20 +7,19 @@
 //! hold logic that a test or the kernel needs.
 
 mod app;
+mod bench;
 mod c3sim;
 mod ctask;
 mod esp32c3;
 mod esp_image;
 mod gdb;
 mod harvest;
-mod latency;
+mod setup;
 mod sizing;
 mod sqlite_bench;
 mod validate;
 
-use amber_qemu::{
-    check_nvm_size, ensure_nvm_image, find_qemu, Console, Machine, NvmBus, DEFAULT_NVM_SIZE,
-};
+use amber_qemu::{check_nvm_size, ensure_nvm_image, Console, Machine, NvmBus, DEFAULT_NVM_SIZE};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -61,13 +60,19 @@ commands:
       --gdb[=PORT]      start halted with QEMU's gdb stub on PORT (default 1234) and print
                         the gdb-multiarch command that attaches with every symbol file
       --no-build        boot the image built last (target/amber/apps/APP.elf) as it is
-  bench                 print the benchmarks: syscall and IPC cost in instructions (QEMU,
-                        -icount) with their distributions (percentiles, and an SVG in
-                        target/amber/bench/latency.svg), the key-value peer comparison
-                        (CSV and SVG in target/kv-bench) and the vNV-Heap figures
-                        (target/vnv-bench)
-  bench sqlite          only SQLite's: whole-system persistence against its own
-                        journal on NVM (sqlite-bench apps, -icount)
+  bench [PART..] [options]
+                        run the benchmarks (QEMU -icount: exact instruction and byte
+                        counts) and write their report with the commit measured:
+                        target/amber/bench/report.md, .csv, .svg and latency.svg;
+                        the host models' CSV and SVG in target/kv-bench, target/vnv-bench
+      PART              only these parts: syscall, checkpoint, memtrack, nvm-bus,
+                        heap, kv, sqlite, vnv-heap (e.g. `bench sqlite`)
+      --fast            only the syscall/IPC and checkpoint parts (seconds)
+      --check           fail naming every figure more than 3 % above the baseline
+                        (tools/xtask/bench-baseline.toml) or no longer measured
+      --save-baseline   write the figures measured into the baseline
+      --baseline FILE   another baseline file;  --out DIR  another report folder
+      --no-build        measure the images built last as they are
   test [options]        run every check: rustfmt, clippy (host and device), host unit
                         tests, and the QEMU integration tests in tests/; ends with what
                         they showed (crash states, crash cycles, syscalls fuzzed)
@@ -105,13 +110,10 @@ fn main() -> ExitCode {
         Some("run") => run(&args[1..]),
         Some("flash") => esp32c3::flash_cmd(&args[1..]),
         Some("test") => test(&args[1..]),
-        Some("bench") => match &args[1..] {
-            [] => bench(),
-            [only] if only == "sqlite" => sqlite_bench(),
-            _ => Err(format!("usage: cargo xtask bench [sqlite]\n\n{USAGE}")),
-        },
+        Some("bench") => bench::cmd(&args[1..]),
         Some("inspect") => inspect(&args[1..]),
-        Some("harvest") => harvest::run(&args[1..], |name| build_app(name, DEFAULT_NVM_SIZE)),
+        Some("harvest") => setup::ensure("harvest")
+            .and_then(|()| harvest::run(&args[1..], |name| build_app(name, DEFAULT_NVM_SIZE))),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())
@@ -448,7 +450,7 @@ fn run(args: &[String]) -> Result<(), String> {
             },
         }
     }
-    find_qemu().map_err(|e| e.to_string())?;
+    setup::ensure("run")?;
     // Before the build: an image QEMU or the kernel would not take is named at once.
     let existing = std::fs::metadata(&nvm).map(|m| m.len()).ok();
     match existing {
@@ -568,9 +570,9 @@ fn test(args: &[String]) -> Result<(), String> {
             _ => return Err(format!("unknown option `{a}` for test\n\n{USAGE}")),
         }
     }
-    // Fail before any long build when QEMU is missing, naming the package; the device
-    // lint below needs the target as much as a build does.
-    find_qemu().map_err(|e| e.to_string())?;
+    // Before any long build: what the tests need from the host (installed here when
+    // xtask can), and the device target the lint below needs as much as a build does.
+    setup::ensure("test")?;
     ensure_target()?;
     step(
         "checking formatting (cargo fmt --check)",
@@ -606,6 +608,8 @@ fn test(args: &[String]) -> Result<(), String> {
     for name in app_names()? {
         build_app(&name, DEFAULT_NVM_SIZE)?;
     }
+    // The hot paths against the bench baseline, on the images just built.
+    bench::check_fast()?;
     esp32c3::test_all()?;
     c3sim::test_all()?;
     let summary = root().join("target/amber/test-summary.txt");
@@ -649,224 +653,4 @@ fn print_summary(path: &Path) -> Result<(), String> {
         println!("  {l}");
     }
     Ok(())
-}
-
-/// The longest a benchmark guest may print nothing (host time; generous, since under
-/// `-icount` the guest runs far behind real time and the machine may be busy).
-const BENCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// Boots `kernel` under `-icount shift=0,sleep=off` on a fresh NVM image with
-/// `bootargs`, prints every console line containing `marker` until `count` of them
-/// have come (or the machine stops), and returns them.
-fn icount_run(
-    kernel: &Path,
-    bootargs: &str,
-    marker: &str,
-    count: usize,
-) -> Result<Vec<String>, String> {
-    icount_run_sampled(kernel, bootargs, marker, count).map(|(found, _)| found)
-}
-
-/// [`icount_run`], also returning (without printing) the per-call sample lines
-/// (`amber_user::sample`) that came before the last `marker` line.
-fn icount_run_sampled(
-    kernel: &Path,
-    bootargs: &str,
-    marker: &str,
-    count: usize,
-) -> Result<(Vec<String>, Vec<String>), String> {
-    let mut found = Vec::new();
-    let mut samples = Vec::new();
-    icount_console(kernel, bootargs, |line| {
-        if line.contains(marker) {
-            println!("{}", line.trim_end());
-            found.push(line);
-        } else if line.contains("] samples ") {
-            samples.push(line);
-        }
-        found.len() == count
-    })?;
-    if found.len() < count {
-        return Err(format!(
-            "expected {count} `{marker}` lines, got {}",
-            found.len()
-        ));
-    }
-    Ok((found, samples))
-}
-
-/// Every console line of `kernel` booted as [`icount_console`] boots it, up to and
-/// with the first that contains `last`.
-fn icount_lines_until(kernel: &Path, bootargs: &str, last: &str) -> Result<Vec<String>, String> {
-    let mut lines = Vec::new();
-    let mut done = false;
-    icount_console(kernel, bootargs, |line| {
-        done = line.contains(last);
-        lines.push(line);
-        done
-    })?;
-    if !done {
-        return Err(format!("the guest stopped before printing `{last}`"));
-    }
-    Ok(lines)
-}
-
-/// Boots `kernel` under `-icount shift=0,sleep=off` on a fresh NVM image with
-/// `bootargs` and hands each console line to `line` until it returns true (or the
-/// machine stops). A kernel panic, a task that panics or ends, and a guest silent for
-/// [`BENCH_TIMEOUT`] are errors.
-fn icount_console(
-    kernel: &Path,
-    bootargs: &str,
-    mut line: impl FnMut(String) -> bool,
-) -> Result<(), String> {
-    let dir = root().join("target/amber/bench");
-    let nvm = dir.join("nvm.img");
-    let _ = std::fs::remove_file(&nvm);
-    ensure_nvm_image(&nvm, DEFAULT_NVM_SIZE)
-        .map_err(|e| format!("cannot create {}: {e}", nvm.display()))?;
-    let mut machine = Machine::new(kernel)
-        .nvm(&nvm, DEFAULT_NVM_SIZE)
-        .bootargs(bootargs);
-    machine.icount = true;
-    let mut child = machine
-        .command()
-        .map_err(|e| e.to_string())?
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start QEMU: {e}"))?;
-    let stdout = child.stdout.take().expect("stdout is piped");
-    // The lines arrive through a thread, so that a guest that stops printing (a
-    // benchmark that hangs) ends the run after BENCH_TIMEOUT instead of never.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut last = Vec::new();
-    let result = loop {
-        let next = match rx.recv_timeout(BENCH_TIMEOUT) {
-            Ok(next) => next,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                break Err(format!(
-                    "the guest printed nothing for {BENCH_TIMEOUT:?}; its last lines:\n{}",
-                    last.join("\n")
-                ));
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
-        };
-        if last.len() == 20 {
-            last.remove(0);
-        }
-        last.push(next.clone());
-        if next.contains("KERNEL PANIC") {
-            break Err(format!("the kernel panicked: {next}"));
-        }
-        // A benchmark task that panics or faults would never print its figures.
-        if next.contains("panicked") || next.contains("; task ended") {
-            break Err(format!("a benchmark task stopped: {next}"));
-        }
-        if line(next) {
-            break Ok(());
-        }
-    };
-    let _ = child.kill();
-    let _ = child.wait();
-    result
-}
-
-/// SQLite's part of the benchmarks (`sqlite_bench`).
-fn sqlite_bench() -> Result<(), String> {
-    find_qemu().map_err(|e| e.to_string())?;
-    sqlite_bench::run(|app| build_app(app, DEFAULT_NVM_SIZE), icount_lines_until)
-}
-
-/// Runs the benchmarks and prints their figures. They measure; they never pass or fail
-/// on a number (except vnv-bench, which says plainly when a stated target is not met).
-fn bench() -> Result<(), String> {
-    find_qemu().map_err(|e| e.to_string())?;
-    println!("== syscall and IPC cost (bench app, -icount) ==");
-    let kernel = build_app("bench", DEFAULT_NVM_SIZE)?;
-    let (figures, mut samples) = icount_run_sampled(&kernel, "", "[bench] bench:", 4)?;
-    latency::require_figures(&figures)?;
-    println!("== checkpoint pause and recovery (amber.test=ckpt-bench, -icount) ==");
-    let kernel = build_kernel(None)?;
-    icount_run(&kernel, "amber.test=ckpt-bench", "ckbench:", 24)?;
-    println!("== task memory tracking on the bank app: PMP write protection vs whole copy ==");
-    let kernel = build_app("bank", DEFAULT_NVM_SIZE)?;
-    for mode in ["protect", "copy"] {
-        print!("memtrack={mode}: ");
-        icount_run(
-            &kernel,
-            &format!("amber.memtrack={mode}"),
-            "checkpoints: 500 since boot",
-            1,
-        )?;
-    }
-    println!("== checkpoint pause on the two NVM buses: memory-mapped vs SPI FRAM (500 checkpoints, -icount) ==");
-    for app in ["demo", "bank"] {
-        let kernel = build_app(app, DEFAULT_NVM_SIZE)?;
-        for bus in [NvmBus::Mmio, NvmBus::Spi] {
-            print!("app {app}, --nvm-bus {}: ", bus.name());
-            icount_run(
-                &kernel,
-                &format!("amber.nvm-bus={}", bus.name()),
-                "checkpoints: 500 since boot",
-                1,
-            )?;
-        }
-    }
-    println!("== heap service vs library, FRAM words per checkpoint (heapbench apps, -icount) ==");
-    // Each run prints 7 best-case lines, 1 worst-case line, 1 workload line and
-    // `heapbench: done` (the task prints exactly these 10, an error in place of a
-    // figure that fails); the marker carries the task's console prefix, so the kernel's `app heapbench:` line
-    // does not count.
-    for app in ["heapbench", "heapbench-nolimit"] {
-        let kernel = build_app(app, DEFAULT_NVM_SIZE)?;
-        let (_, heap_samples) = icount_run_sampled(&kernel, "", "[heapbench] heapbench:", 10)?;
-        if app == "heapbench" {
-            samples.extend(heap_samples);
-        }
-    }
-    latency::report(&samples, &root().join("target/amber/bench/latency.svg"))?;
-    println!("== key-value stores: amber-kv against sequential-storage's flash map (kvbench app, -icount) ==");
-    // 50 result lines (10 workloads x 5 stores) and `kvbench: done`; tools/kv-bench
-    // prices them with the devices' datasheet timings (table, CSV and SVG).
-    let kernel = build_app("kvbench", DEFAULT_NVM_SIZE)?;
-    let lines = icount_run(&kernel, "", "[kvbench] kvbench:", 51)?;
-    let out = root().join("target/kv-bench");
-    std::fs::create_dir_all(&out)
-        .and_then(|()| std::fs::write(out.join("kvbench.txt"), lines.join("\n")))
-        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    step(
-        "pricing the key-value runs (tools/kv-bench)",
-        cargo().args([
-            "run",
-            "--release",
-            "-p",
-            "kv-bench",
-            "--",
-            "target/kv-bench/kvbench.txt",
-            "--out",
-            "target/kv-bench",
-        ]),
-    )?;
-    sqlite_bench::run(|app| build_app(app, DEFAULT_NVM_SIZE), icount_lines_until)?;
-    step(
-        "running the vNV-Heap benchmarks (tools/vnv-bench)",
-        cargo().args([
-            "run",
-            "--release",
-            "-p",
-            "vnv-bench",
-            "--",
-            "--out",
-            "target/vnv-bench",
-        ]),
-    )
 }
