@@ -7,7 +7,7 @@
 //! print). With a capacitor too small for the persist phase and checkpoint (a
 //! fourteenth: the heap app's own phases are far below the worst case the bound
 //! covers, and half the sized capacitor, even a seventh, still completes nearly all of
-//! them: README, "Energy harvesting"), the energy cut
+//! them: docs/energy-harvesting.md), the energy cut
 //! (`amber.energy`) stops each one before it commits, and every next boot comes back
 //! to a checkpoint at least as new as the one before.
 //!

@@ -1,4 +1,4 @@
-//! The SPI bus shared by the kernel and the SPI driver task (README, "NVM buses"), on
+//! The SPI bus shared by the kernel and the SPI driver task (docs/nvm-buses.md), on
 //! QEMU with `--nvm-bus spi`: the kernel's checkpoint area goes through the FRAM
 //! protocol driver to an emulated chip, and a checkpoint waits until the driver task
 //! has finished the request it is in (its transfers happen only inside requests) and

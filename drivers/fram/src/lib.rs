@@ -6,7 +6,7 @@
 //! [`Part`] (size and 2- or 3-byte addresses) and implements `amber_nvm::Nvm`, so the
 //! checkpoint manager and the vNV-Heap run on FRAM unchanged. [`EmuFram`] is the chip
 //! itself, emulated over any `Nvm` (on QEMU, the FRAM partition of the NVM window),
-//! with SPI wire time charged per byte. [`sim::SimFram`] (the `sim` feature, or this
+//! with SPI wire time charged per byte. `sim::SimFram` (the `sim` feature, or this
 //! crate's tests) is `EmuFram` over a `Vec` plus power cuts that tear a transfer at
 //! byte granularity. Both run the one protocol state machine in `chip.rs`.
 //!

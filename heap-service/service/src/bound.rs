@@ -66,7 +66,7 @@ impl InstrModel {
     /// Measured on QEMU (`-icount shift=0,sleep=off`, so `instret` counts exactly),
     /// release builds, the driver at priority 1, the NVM memory-mapped (`--nvm-bus
     /// mmio`, the default; on `spi` every ring byte crosses the emulated bus through the
-    /// kernel and a driver call costs several times more: see README, "Heap service").
+    /// kernel and a driver call costs several times more: see docs/heap-service.md).
     /// The call figures are the heap service's own start-up measurement (its `driver
     /// calls measured` line: the cheapest of four calls of each kind, timed with
     /// `instret` around `amber_spi_api::Client`'s `write` and `read`, the ring empty for

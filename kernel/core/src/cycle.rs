@@ -91,7 +91,7 @@ impl Attempt {
 /// of the instruction bounds the callbacks declared (0 = none), and how many threads
 /// that run in the phase were inside a request (owed a reply) when it began and when
 /// it ended: a driver that shares its bus with the kernel's NVM must be at 0 at the
-/// end (README, "NVM buses").
+/// end (docs/nvm-buses.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PersistEnd {
     pub counted: u64,

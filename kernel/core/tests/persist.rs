@@ -171,7 +171,7 @@ fn a_running_callback_is_asked_at_its_next_recv() {
     );
 }
 
-/// The SPI bus rule (README, "NVM buses"): a driver that is a persist callback and
+/// The SPI bus rule (docs/nvm-buses.md): a driver that is a persist callback and
 /// inside a request when the checkpoint becomes due (a client waits for its reply; its
 /// transfer may be on the bus) is not interrupted; the checkpoint waits until it has
 /// answered and said `PersistDone` between requests.

@@ -1,9 +1,10 @@
 //! Boards: where concrete devices are wired together, behind one contract the compiler
-//! checks ([`Board`]). A board decodes its interrupt controller into kernel [`Event`]s,
+//! checks (`Board`). A board decodes its interrupt controller into kernel `Event`s,
 //! drives the console, the tick and the exit device, finds the NVM and hands it over
 //! as an `Nvm`, and says where memory is ([`MemoryMap`]). Only this folder names a
 //! device address, an interrupt controller or a board CSR; the rest of the kernel sees
-//! the [`Chosen`] board through the trait. A new board is a folder here (its
+//! the `Chosen` board through the trait (`Board`, `Event` and `Chosen` exist in the
+//! device build only). A new board is a folder here (its
 //! `mod.rs`, `map.rs` and `link.x`) and a line in `build.rs`.
 //!
 //! The memory maps are plain data and build on the host too, so `cargo xtask` places

@@ -73,9 +73,11 @@ commands:
       --save-baseline   write the figures measured into the baseline
       --baseline FILE   another baseline file;  --out DIR  another report folder
       --no-build        measure the images built last as they are
-  test [options]        run every check: rustfmt, clippy (host and device), host unit
-                        tests, and the QEMU integration tests in tests/; ends with what
-                        they showed (crash states, crash cycles, syscalls fuzzed)
+  test [options]        run every check: rustfmt, clippy (host and device), the API
+                        docs (broken intra-doc links refused), the bench check's fast
+                        part, host unit tests, and the QEMU integration tests in tests/;
+                        ends with what they showed (crash states, crash cycles,
+                        syscalls fuzzed)
       --crash-cycles N  crash-and-reboot cycles per workload (default 100)
       --nvm-bus BUS     the NVM bus of every QEMU test that does not choose one (mmio,
                         the default, or spi)
@@ -603,6 +605,12 @@ fn test(args: &[String]) -> Result<(), String> {
         ]),
     )?;
     esp32c3::lint()?;
+    step(
+        "building the API docs (cargo doc, broken intra-doc links refused)",
+        cargo()
+            .args(["doc", "--workspace", "--no-deps", "--quiet"])
+            .env("RUSTDOCFLAGS", "-D rustdoc::broken_intra_doc_links"),
+    )?;
     let _ = std::fs::remove_dir_all(root().join("target/amber-tests"));
     let kernel = build_kernel(None)?;
     for name in app_names()? {

@@ -40,7 +40,7 @@ pub struct Memory {
 
 impl Memory {
     /// The memory `cargo xtask` placed (`AMBER_MEM_<NAME>` and `_LEN`; see
-    /// [`memory!`]). On the device a missing one is a compile error: the app grants the
+    /// [`memory!`](crate::memory!)). On the device a missing one is a compile error: the app grants the
     /// task no such memory. On the host, where tasks only have to compile, it is empty.
     pub const fn placed(base: Option<&str>, len: Option<&str>) -> Memory {
         match (base, len) {

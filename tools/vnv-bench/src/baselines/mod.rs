@@ -1,7 +1,7 @@
 //! The baselines the paper compares the vNV-Heap against, one per file.
 //!
 //! Each baseline does its real work on a [`CountingNvm`] over a `VecNvm` (real bytes
-//! move) and charges its CPU work to a [`Meter`]. They depend on `counting` and `cost`
+//! move) and charges its CPU work to a [`Meter`](crate::cost::Meter). They depend on `counting` and `cost`
 //! only, never on the vNV-Heap, so that no heap behaviour leaks into a baseline.
 
 pub mod clock_cache;

@@ -30,7 +30,7 @@
 //! It is a persist callback that persists nothing: asked to persist, it says
 //! `PersistDone` only at the top of its loop, between requests, so that every
 //! checkpoint finds the ring's writer index (the commit watch's counter) between
-//! requests (README, "NVM buses"). It must never touch the ring or the FRAM outside a
+//! requests (docs/nvm-buses.md). It must never touch the ring or the FRAM outside a
 //! request once it has registered.
 
 #![cfg_attr(target_os = "none", no_std, no_main)]
