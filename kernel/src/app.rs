@@ -37,15 +37,17 @@ mod generated {
     pub const CHECKPOINT_MS: u32 = 0;
     pub const NVM_SIZE: u32 = 0;
     pub const POWER_FAILURE_GPIO: Option<u32> = None;
+    pub const FRAM_PINS: crate::board::esp32c3::map::FramPins =
+        crate::board::esp32c3::map::PAPER_PINS;
     pub static TASKS: &[TaskImage] = &[];
 }
 
 /// The app's name, description, periodic checkpoint interval, the NVM size its eternal
 /// memory was placed for (0: it has none), the ESP32-C3 pin of its external
-/// power-failure comparator (None: the brown-out detector; other boards ignore it), and
-/// its tasks.
+/// power-failure comparator (None: the brown-out detector) and the pins of its FRAM
+/// (both checked by xtask; other boards ignore them), and its tasks.
 pub use generated::{
-    APP_DESCRIPTION, APP_NAME, CHECKPOINT_MS, NVM_SIZE, POWER_FAILURE_GPIO, TASKS,
+    APP_DESCRIPTION, APP_NAME, CHECKPOINT_MS, FRAM_PINS, NVM_SIZE, POWER_FAILURE_GPIO, TASKS,
 };
 
 // An app with more tasks than the kernel holds is refused by `cargo xtask`; this

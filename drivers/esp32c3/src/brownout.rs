@@ -31,15 +31,21 @@ pub const FIB_BOD_RST: u32 = 1 << 1;
 /// The interrupt matrix source of RTC_CNTL's interrupts.
 pub const SOURCE: u32 = 27;
 
-/// Detector on, its digital and analog resets off, its interrupt on (any stale one
-/// cleared first).
+/// RTC_CNTL_INT_CLR's defined bits (SLP_WAKEUP 0 .. BBPLL_CAL 20; esp-idf
+/// `rtc_cntl_reg.h`).
+pub const ALL_INTS: u32 = (1 << 21) - 1;
+
+/// Detector on, its digital and analog resets off, its interrupt RTC_CNTL's only one
+/// enabled (whatever the ROM left pending cleared first: the RTC_CORE source carries
+/// the watchdogs' and the sleep interrupts too, and one left enabled would hold the
+/// power-failure line).
 pub fn enable_interrupt(r: &mut impl Regs) {
     r.clear_bits(RTC_CNTL_FIB_SEL, FIB_BOD_RST);
     r.modify(RTC_CNTL_BROWN_OUT, |v| {
         (v & !(BROWN_OUT_RST_ENA | BROWN_OUT_ANA_RST_EN)) | BROWN_OUT_ENA
     });
-    r.write(RTC_CNTL_INT_CLR, BROWN_OUT_INT);
-    r.set_bits(RTC_CNTL_INT_ENA, BROWN_OUT_INT);
+    r.write(RTC_CNTL_INT_CLR, ALL_INTS);
+    r.write(RTC_CNTL_INT_ENA, BROWN_OUT_INT);
 }
 
 /// Whether RTC_CNTL's interrupt is the brown-out, acknowledging it and turning it off
@@ -83,8 +89,12 @@ mod tests {
         let fib = r.writes.iter().position(|w| w.0 == 0x6000_810C).unwrap();
         let bod = r.writes.iter().position(|w| w.0 == 0x6000_80D8).unwrap();
         assert!(fib < bod, "FIB_SEL first, as esp-idf's bootloader does");
-        assert_eq!(r.get(0x6000_8040), 1 << 9 | 1 << 3);
-        assert_eq!(r.writes_to(0x6000_804C), [1 << 9]);
+        assert_eq!(
+            r.get(0x6000_8040),
+            1 << 9,
+            "the ROM's other RTC interrupt off"
+        );
+        assert_eq!(r.writes_to(0x6000_804C), [0x1F_FFFF]);
     }
 
     #[test]

@@ -10,6 +10,8 @@ type Hook = Box<dyn FnMut(&mut BTreeMap<u32, u32>, u32, u32)>;
 pub struct FakeRegs {
     pub values: BTreeMap<u32, u32>,
     pub writes: Vec<(u32, u32)>,
+    /// For each `fence`, how many writes came before it.
+    pub fences: Vec<usize>,
     hook: Option<Hook>,
 }
 
@@ -25,6 +27,11 @@ impl FakeRegs {
 
     pub fn get(&self, addr: u32) -> u32 {
         self.values.get(&addr).copied().unwrap_or(0)
+    }
+
+    /// Whether a fence followed the last write (nothing was written after it).
+    pub fn fenced(&self) -> bool {
+        self.fences.last() == Some(&self.writes.len())
     }
 
     /// The values written to `addr`, in order.
@@ -48,5 +55,9 @@ impl Regs for FakeRegs {
         if let Some(hook) = self.hook.as_mut() {
             hook(&mut self.values, addr, value);
         }
+    }
+
+    fn fence(&mut self) {
+        self.fences.push(self.writes.len());
     }
 }

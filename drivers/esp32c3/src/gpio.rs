@@ -97,15 +97,19 @@ pub fn route_input(r: &mut impl Regs, pin: u32, signal: u32) -> Result<(), NoSuc
 }
 
 /// Makes `pin` a pulled-up input whose falling edges set its GPIO_STATUS bit and
-/// raise the GPIO interrupt (source [`SOURCE`]): its GPIO function with input and
-/// pull-up, output off, a stale status bit cleared, then INT_TYPE = falling edge and
-/// the CPU interrupt enabled.
+/// raise the GPIO interrupt (source [`SOURCE`]), the only pin that does: every other
+/// pin's interrupt enable cleared (one the ROM left on would hold the line), then its
+/// GPIO function with input and pull-up, output off, stale status bits cleared, then
+/// INT_TYPE = falling edge and the CPU interrupt enabled.
 pub fn enable_falling_edge_interrupt(r: &mut impl Regs, pin: u32) -> Result<(), NoSuchPin> {
     check(pin)?;
+    for other in (0..PINS).filter(|&p| p != pin) {
+        r.clear_bits(pin_reg(other), PIN_INT_ENA_MASK);
+    }
+    r.write(GPIO_STATUS_W1TC, (1 << PINS) - 1);
     gpio_function(r, pin);
     r.set_bits(io_mux_reg(pin), FUN_WPU);
     r.write(GPIO_ENABLE_W1TC, 1 << pin);
-    r.write(GPIO_STATUS_W1TC, 1 << pin);
     r.modify(pin_reg(pin), |v| {
         (v & !(PIN_INT_TYPE_MASK | PIN_INT_ENA_MASK)) | PIN_INT_FALLING_EDGE | PIN_INT_ENA_CPU
     });
@@ -182,7 +186,14 @@ mod tests {
     fn a_falling_edge_input_is_pulled_up_cleared_and_enabled() {
         let mut r = FakeRegs::default();
         r.values.insert(0x6000_4080, 0x0000_0004); // GPIO3's PIN_REG: PAD_DRIVER kept
+                                                   // GPIO0's interrupt left on (CPU, any edge): it must go off.
+        r.values.insert(0x6000_4074, 1 << 13 | 3 << 7 | 4);
         enable_falling_edge_interrupt(&mut r, 3).unwrap();
+        assert_eq!(
+            r.get(0x6000_4074),
+            3 << 7 | 4,
+            "another pin's interrupt off"
+        );
         assert_eq!(
             r.get(0x6000_9010),
             0x1300,
@@ -194,11 +205,11 @@ mod tests {
             0x0000_2104,
             "INT_TYPE 2 (falling edge), INT_ENA bit 13 (CPU)"
         );
-        let clear = r.writes.iter().position(|w| *w == (0x6000_404C, 1 << 3));
+        let clear = r.writes.iter().position(|w| *w == (0x6000_404C, 0x3F_FFFF));
         let enable = r.writes.iter().position(|w| w.0 == 0x6000_4080);
         assert!(
             clear < enable,
-            "a stale status bit is cleared before enabling"
+            "stale status bits are cleared before enabling"
         );
         assert!(!take_interrupt(&mut r, 3));
         r.values.insert(0x6000_4044, 1 << 3);

@@ -3,7 +3,9 @@
 //! connected); each line has an enable bit, a type (level or edge, edge ones cleared
 //! through CPU_INT_CLEAR), a priority 1..=15, and the CPU takes a line only when its
 //! priority is above CPU_INT_THRESH. The C3 has no `mie`/`mip`: this is the only mask
-//! besides `mstatus.MIE`. Never picks lines or priorities: the board does.
+//! besides `mstatus.MIE`. Every sequence here ends with a fence (esp-idf fences after
+//! its interrupt-controller writes), so that no interrupt is taken on a line in a
+//! state older than the one written. Never picks lines or priorities: the board does.
 
 use crate::Regs;
 
@@ -67,15 +69,30 @@ pub fn route(
         Trigger::Edge => v | 1 << line,
     });
     r.write(priority_reg(line), priority);
+    r.fence();
     r.set_bits(CPU_INT_ENABLE, 1 << line);
+    r.fence();
     Ok(())
 }
 
-/// Disconnects `source` (maps it to line 0).
-pub fn unroute(r: &mut impl Regs, source: u32) {
-    if source < SOURCES {
+/// Undoes whatever the ROM (or a run before a reset that kept the matrix) left: every
+/// source unmapped (line 0), every line disabled, of priority 0 and level-triggered,
+/// any pending edge cleared, the threshold 0. After this no interrupt can reach the
+/// CPU until [`route`] connects a source.
+pub fn reset(r: &mut impl Regs) {
+    for source in 0..SOURCES {
         r.write(map_reg(source), 0);
     }
+    r.write(CPU_INT_ENABLE, 0);
+    r.write(CPU_INT_TYPE, 0);
+    for line in 1..LINES {
+        r.write(priority_reg(line), 0);
+    }
+    let all = !1;
+    r.write(CPU_INT_CLEAR, all);
+    r.write(CPU_INT_CLEAR, 0);
+    r.write(CPU_INT_THRESH, 0);
+    r.fence();
 }
 
 /// Masks or unmasks CPU line `line` (1..=31; others are ignored).
@@ -88,11 +105,13 @@ pub fn set_enabled(r: &mut impl Regs, line: u32, enabled: bool) {
     } else {
         r.clear_bits(CPU_INT_ENABLE, 1 << line);
     }
+    r.fence();
 }
 
 /// Lines of priority `threshold` or lower no longer interrupt (0: all may).
 pub fn set_threshold(r: &mut impl Regs, threshold: u32) {
     r.write(CPU_INT_THRESH, threshold.min(PRIORITY_MAX));
+    r.fence();
 }
 
 /// Clears the pending state of edge-triggered line `line` (a pulse on its CLEAR bit).
@@ -102,6 +121,7 @@ pub fn clear_edge(r: &mut impl Regs, line: u32) {
     }
     r.set_bits(CPU_INT_CLEAR, 1 << line);
     r.clear_bits(CPU_INT_CLEAR, 1 << line);
+    r.fence();
 }
 
 #[cfg(test)]
@@ -124,6 +144,56 @@ mod tests {
         assert_eq!(r.get(0x600C_2194), 1);
         set_enabled(&mut r, 1, false);
         assert_eq!(r.get(0x600C_2104), 0b100);
+        assert!(r.fenced(), "a line masked is masked before the next access");
+    }
+
+    #[test]
+    fn a_route_is_fenced_before_its_line_is_enabled_and_after() {
+        let mut r = FakeRegs::default();
+        route(&mut r, 27, 3, Trigger::Level, 1).unwrap();
+        let enable = r.writes.iter().position(|w| w.0 == 0x600C_2104).unwrap();
+        assert_eq!(
+            r.fences,
+            [enable, enable + 1],
+            "map, type and priority are in place before the line is enabled"
+        );
+    }
+
+    #[test]
+    fn reset_unmaps_every_source_and_disables_every_line() {
+        // The ROM's leftovers: sources mapped, lines enabled, an edge pending.
+        let mut r = FakeRegs::default();
+        for source in [5, 21, 37, 61] {
+            r.values.insert(0x600C_2000 + 4 * source, 7);
+        }
+        r.values.insert(0x600C_2104, 0xFFFF_FFFE);
+        r.values.insert(0x600C_2108, 1 << 7);
+        r.values.insert(0x600C_2194, 5);
+        reset(&mut r);
+        for source in 0..62 {
+            assert_eq!(
+                r.get(0x600C_2000 + 4 * source),
+                0,
+                "source {source} unmapped"
+            );
+        }
+        assert_eq!(r.get(0x600C_2104), 0, "no line enabled");
+        assert_eq!(r.get(0x600C_2108), 0, "every line level-triggered");
+        assert_eq!(
+            r.writes_to(0x600C_210C),
+            [0xFFFF_FFFE, 0],
+            "pending edges cleared"
+        );
+        for line in 1..32 {
+            assert_eq!(r.get(0x600C_2114 + 4 * line), 0);
+        }
+        assert_eq!(r.get(0x600C_2194), 0);
+        assert!(r.fenced());
+        assert_eq!(
+            r.writes.iter().filter(|w| w.0 < 0x600C_2100).count(),
+            62,
+            "each of the 62 sources' map written once, nothing else below ENABLE"
+        );
     }
 
     #[test]
@@ -157,7 +227,6 @@ mod tests {
         let mut r = FakeRegs::default();
         clear_edge(&mut r, 5);
         assert_eq!(r.writes_to(0x600C_210C), [1 << 5, 0]);
-        unroute(&mut r, 37);
-        assert_eq!(r.get(0x600C_2094), 0);
+        assert!(r.fenced());
     }
 }

@@ -4,7 +4,7 @@
 //! the kernel's board (`kernel/src/board/esp32c3/`) runs the same code on [`Mmio`].
 //!
 //! Modules (each depends only on [`regs`]): [`brownout`] (the power-failure
-//! interrupt), [`clock`] (the CPU clock: 80 to 160 MHz on the PLL), [`watchdog`] (RWDT, MWDT0/1, super watchdog), [`systimer`] (the
+//! interrupt), [`clock`] (the CPU clock: 160 MHz from the BBPLL, from power-on), [`watchdog`] (RWDT, MWDT0/1, super watchdog), [`systimer`] (the
 //! periodic tick and the 16 MHz counter), [`intmatrix`] (peripheral source → CPU
 //! interrupt line, enable, type, priority, threshold), [`gpio`] (IO MUX and GPIO
 //! matrix routing, a push-pull output pin for chip select), [`spi`] (GP-SPI2 as an

@@ -20,6 +20,12 @@ pub trait Regs {
     fn clear_bits(&mut self, addr: u32, bits: u32) {
         self.modify(addr, |v| v & !bits);
     }
+
+    /// Orders every register access before it ahead of every one after it (RISC-V
+    /// `fence`): esp-idf fences after interrupt-controller writes before interrupts may
+    /// be taken, so that the CPU never sees a line in a state older than the one
+    /// written.
+    fn fence(&mut self);
 }
 
 /// The chip's registers, reached by volatile loads and stores.
@@ -44,5 +50,13 @@ impl Regs for Mmio {
     fn write(&mut self, addr: u32, value: u32) {
         // SAFETY: as in `read`.
         unsafe { (addr as usize as *mut u32).write_volatile(value) }
+    }
+
+    fn fence(&mut self) {
+        #[cfg(target_arch = "riscv32")]
+        // SAFETY: `fence` only orders memory and device accesses.
+        unsafe {
+            core::arch::asm!("fence", options(nostack, preserves_flags))
+        };
     }
 }

@@ -81,6 +81,8 @@ impl Regs for Shared {
     fn write(&mut self, addr: u32, value: u32) {
         self.0.borrow_mut().write(addr, value);
     }
+
+    fn fence(&mut self) {}
 }
 
 fn device(

@@ -10,6 +10,8 @@
 //! crate's tests) is `EmuFram` over a `Vec` plus power cuts that tear a transfer at
 //! byte granularity. Both run the one protocol state machine in `chip.rs`.
 //!
+//! [`id`] names the chips a board may find on its bus by their RDID answer.
+//!
 //! Dependencies point down only: this crate knows `amber-nvm` and `embedded-hal`,
 //! never a board, a kernel or an SPI peripheral. It must never allocate outside
 //! `sim`, and never busy-wait: FRAM has nothing to wait for, and `EmuFram` spends its
@@ -24,6 +26,7 @@ mod chip;
 mod driver;
 mod emu;
 mod error;
+pub mod id;
 pub mod opcode;
 mod part;
 #[cfg(any(test, feature = "sim"))]

@@ -30,6 +30,9 @@ def main(argv=None):
     ap.add_argument("--comparator-gpio", type=int, default=None,
                     help="the supply's fall is a falling edge on this GPIO (an app's [esp32c3] "
                          "power_failure_gpio), not the brown-out detector")
+    ap.add_argument("--pins", default=None,
+                    help="the FRAM's wiring as SCK,MISO,MOSI,CS (an app's [esp32c3] pins; "
+                         "default: the paper's board, 6,2,7,1)")
     ap.add_argument("--interactive", action="store_true", help="read console input from the terminal")
     args = ap.parse_args(argv)
 
@@ -41,9 +44,12 @@ def main(argv=None):
             out.flush()
 
     try:
+        pins = tuple(int(p) for p in args.pins.split(",")) if args.pins else None
+        if pins is not None and len(pins) != 4:
+            raise ValueError(f"--pins {args.pins}: four GPIO numbers, SCK,MISO,MOSI,CS")
         with open(args.image, "rb") as f:
-            m = Machine(f.read(), args.fram, console)
-    except (image.ImageError, Stop, OSError) as e:
+            m = Machine(f.read(), args.fram, console, **({"pins": pins} if pins else {}))
+    except (image.ImageError, Stop, OSError, ValueError) as e:
         print(f"c3sim: {args.image}: {e}", file=sys.stderr)
         return 1
     m.uart_input_possible = args.interactive

@@ -20,6 +20,7 @@ import sys
 import time
 
 from .machine import Machine
+from .periph import Mb85rs4mt
 
 DEMO_BUDGET = 120_000_000
 DEMO_LINES = [
@@ -31,8 +32,8 @@ DEMO_LINES = [
 COMMITTED = re.compile(rb"counter: (\d+) committed")
 
 
-def boot(bin_bytes, fram, budget, until=None):
-    m = Machine(bin_bytes, fram)
+def boot(bin_bytes, fram, budget, until=None, **machine):
+    m = Machine(bin_bytes, fram, **machine)
     start = time.monotonic()
     stop = m.run(budget, until)
     seconds = time.monotonic() - start
@@ -63,26 +64,47 @@ def check_demo(images, work):
           f"the run)")
 
 
-CLOCK_LINE = "CPU clock: 160 MHz from the 480 MHz PLL (was 80 MHz from the 480 MHz PLL)"
+CLOCK_LINE = "CPU clock: 160 MHz from the 480 MHz PLL (was 40 MHz from the 40 MHz crystal / 1)"
+CLOCK_LINE_ON_PLL = "CPU clock: 160 MHz from the 480 MHz PLL (was 80 MHz from the 480 MHz PLL)"
+FRAM_LINE = "FRAM: MB85RS4MT on GP-SPI2 (SCK GPIO6, MISO GPIO2, MOSI GPIO7, CS GPIO1)"
+FRAM_LINE_Y = "FRAM: MB85RS4MTY on GP-SPI2"
 TICK_LINE = 1  # kernel/src/board/esp32c3/mod.rs
+# The board's routes (kernel/src/board/esp32c3/mod.rs): source -> line.
+ROUTES = {37: 1, 21: 2, 27: 3}
 TICKS_PER_SECOND = 100
 
 
 def check_clock(m, text):
-    """The board switched the CPU to 160 MHz with the one write the model accepts and
-    said so, and the SYSTIMER tick stayed 100 per simulated second (time being each
-    cycle at the clock of its moment)."""
-    if m.system.cpu_hz() != 160_000_000 or m.system.clock_writes != [0x0D] or CLOCK_LINE not in text:
-        raise SystemExit(f"clock: CPU at {m.system.cpu_hz()} Hz after writes "
-                         f"{[hex(v) for v in m.system.clock_writes]} to SYSTEM_CPU_PER_CONF_REG, "
-                         f"expected 160 MHz after one write of 0xd and {CLOCK_LINE!r}:\n{text}")
+    """From the ROM's power-on state (40 MHz from the crystal) the board brought the
+    BBPLL up as the model demands (powered, configured for 480 MHz over the ROM's analog
+    I2C functions, calibrating) and moved the CPU to 160 MHz, said so, kept the
+    console at 115200 baud throughout (the UART model stops the run otherwise), and the
+    SYSTIMER tick stayed 100 per simulated second (time being each cycle at the clock of
+    its moment). The interrupt matrix holds the board's three routes only: the planted
+    USB-Serial-JTAG leftover was unmapped before it could interrupt."""
+    if m.system.cpu_hz() != 160_000_000 or CLOCK_LINE not in text or not m.analog.bbpll_configured():
+        raise SystemExit(f"clock: CPU at {m.system.cpu_hz()} Hz after SYSTEM writes "
+                         f"{[(hex(a), hex(b)) for a, b in m.system.clock_writes]} and analog writes "
+                         f"{m.analog.writes}, expected 160 MHz from a configured BBPLL and "
+                         f"{CLOCK_LINE!r}:\n{text}")
     seconds = m.timebase.seconds()
     ticks = m.interrupts_on_line[TICK_LINE]
     if abs(ticks - TICKS_PER_SECOND * seconds) > 2:
         raise SystemExit(f"clock: {ticks} ticks in {seconds:.3f} simulated seconds, expected "
                          f"{TICKS_PER_SECOND} per second")
-    print(f"c3sim check: CPU at 160 MHz from the PLL after one write of CPUPERIOD_SEL; "
-          f"{ticks} ticks in {seconds:.3f} simulated seconds ({ticks / seconds:.1f} per second)")
+    mapped = {src: line for src, line in enumerate(m.intmatrix.map) if line}
+    lines = {line for line in range(32) if m.intmatrix.enable >> line & 1}
+    if mapped != ROUTES or lines != set(ROUTES.values()) or m.interrupts_on_line[m.STRAY_LINE]:
+        raise SystemExit(f"interrupts: sources mapped {mapped}, lines enabled {sorted(lines)}, "
+                         f"{m.interrupts_on_line[m.STRAY_LINE]} interrupts on the planted line "
+                         f"{m.STRAY_LINE}; expected {ROUTES} and lines {sorted(ROUTES.values())} only")
+    if FRAM_LINE not in text:
+        raise SystemExit(f"FRAM: no {FRAM_LINE!r}:\n{text}")
+    print(f"c3sim check: CPU from 40 MHz (crystal) to 160 MHz (BBPLL at 480 MHz: {len(m.analog.writes)} "
+          f"analog register writes through the ROM), console at {sorted(m.uart.bauds)} baud "
+          f"throughout; {ticks} ticks in {seconds:.3f} simulated seconds ({ticks / seconds:.1f} per "
+          f"second); the interrupt matrix holds the board's routes {ROUTES} only (the planted "
+          f"leftover never interrupted)")
 
 
 # The faulter's accesses on the C3 (kernel/src/board/esp32c3/map.rs; heartbeat's code
@@ -116,11 +138,16 @@ def check_faulter(images, work):
             done_beats.append(m.console.count(b"[heartbeat] heartbeat"))
         return bool(done_beats) and m.console.count(b"[heartbeat] heartbeat") >= done_beats[0] + 2
 
+    # Started as a firmware that ran on the PLL leaves the clock (a software reset),
+    # with the MB85RS4MTY variant of the FRAM.
     with open(os.path.join(images, "faulter.bin"), "rb") as f:
-        m, stop, seconds = boot(f.read(), fram, FAULTER_BUDGET, until)
+        m, stop, seconds = boot(f.read(), fram, FAULTER_BUDGET, until, rom_on_pll=True,
+                                fram_rdid=Mb85rs4mt.RDID_Y)
     text = m.console.decode(errors="replace")
     if stop is not None:
         raise SystemExit(f"faulter: the run stopped: {stop}\n{text}")
+    if CLOCK_LINE_ON_PLL not in text or FRAM_LINE_Y not in text:
+        raise SystemExit(f"faulter: expected {CLOCK_LINE_ON_PLL!r} and {FRAM_LINE_Y!r}:\n{text}")
     lines = [line for line in text.splitlines() if "[faulter] faulter: " in line or "task faulter: " in line]
     # Every exception the simulator delivered, in order. Store faults on a task's own
     # RAM are also the kernel's write tracking (PMP write protection), so the accesses
@@ -151,7 +178,8 @@ def check_faulter(images, work):
         raise SystemExit(f"faulter: the heartbeat did not beat twice after the faults in "
                          f"{FAULTER_BUDGET} instructions:\n{text}")
     causes = ", ".join(f"{name} (mcause {cause})" for _, cause, name, _ in FAULTER_ACCESSES)
-    print(f"c3sim check: faulter's 6 forbidden accesses stopped and the task restarted: {causes}; "
+    print(f"c3sim check: faulter (started with the CPU on the PLL at 80 MHz, an MB85RS4MTY as "
+          f"the FRAM): 6 forbidden accesses stopped and the task restarted: {causes}; "
           f"the heartbeat beat on ({m.instructions} instructions, "
           f"{m.instructions / seconds / 1e6:.2f} M per second)")
 

@@ -1,6 +1,8 @@
 """The simulated ESP32-C3: unicorn's RV32 CPU (M- and U-mode, PMP), SRAM1 mapped once
 and shown at both its data-bus (0x3FC8_0000) and instruction-bus (0x4038_0000)
-addresses, the peripheral models of periph.py at their TRM addresses, and the trap
+addresses, the peripheral models of periph.py at their TRM addresses, the ROM
+functions the board calls (each a `ret` in a mapped ROM, its effect done here: `ROM`;
+a call of any other ROM address stops the run), and the trap
 entry unicorn leaves to its host: for every exception (UC_HOOK_INTR) and for every
 interrupt the matrix raises, this file sets PRIV to 3 first, then mepc, mcause, mtval,
 mstatus (MPP, MPIE, MIE), then the pc (mtvec's base; + 4·line for an interrupt in
@@ -35,6 +37,8 @@ from unicorn import (
     UC_HOOK_MEM_WRITE_UNMAPPED,
     UC_MODE_RISCV32,
     UC_PROT_ALL,
+    UC_PROT_EXEC,
+    UC_PROT_READ,
     Uc,
     UcError,
 )
@@ -55,6 +59,12 @@ CAUSE_ECALL_FROM_U = 8
 PCER, PCMR, PCCR = 0x7E0, 0x7E1, 0x7E2
 SLICE = 20_000
 UNICORN_EXCEPTION_PC_OFFSET = 4
+# The C3's instruction ROM (esp-idf `soc/esp32c3/include/soc/soc.h`: 0x4000_0000 ..
+# 0x4006_0000), and the functions of it the board calls (esp-idf
+# `components/esp_hal_regi2c/esp32c3/rom.regi2c.ld`, esp-hal `esp32c3.rom.ld`).
+IROM_BASE, IROM_BYTES = 0x4000_0000, 0x6_0000
+ROM = {0x4000_195C: "rom_i2c_writeReg", 0x4000_1960: "rom_i2c_writeReg_Mask"}
+C_JR_RA = b"\x82\x80"
 
 
 # CSRs the ESP32-C3 does not have (it has no mie/mip: the interrupt matrix masks),
@@ -136,7 +146,8 @@ class Stop(Exception):
 
 
 class Machine:
-    def __init__(self, bin_bytes, fram_path, console=None, rom_on_pll=True):
+    def __init__(self, bin_bytes, fram_path, console=None, rom_on_pll=False,
+                 pins=periph.PAPER_PINS, fram_rdid=periph.Mb85rs4mt.RDID, leftovers=True):
         entry, segments = image.parse(bin_bytes)
         self.entry = entry
         self.console_out = console or (lambda b: None)
@@ -167,22 +178,42 @@ class Machine:
             raise Stop(f"FRAM file {fram_path} is {size} bytes, an MB85RS4MT holds {periph.Mb85rs4mt.SIZE}")
         self.fram_map = mmap.mmap(self.fram_file.fileno(), size)
 
-        self.timebase = periph.Timebase(self.cycles)
-        self.uart = periph.Uart0(self._out)
         self.rtc = periph.RtcCntl()
+        self.ana = periph.AnaMaster()
+        self.analog = periph.Analog(self.ana.bbpll_master_on, configured=rom_on_pll)
+        self.system = periph.system(None, rom_on_pll, self.rtc, self.ana, self.analog)
+        self.timebase = periph.Timebase(self.cycles, self.system.cpu_hz())
+        self.system.timebase = self.timebase
+        self.uart = periph.Uart0(self._out, self.system.apb_hz)
         self.timg = [periph.TimerGroup(0), periph.TimerGroup(1)]
         self.systimer = periph.Systimer(self.timebase)
         self.intmatrix = periph.IntMatrix()
+        # Planted to check the board's clean-up (what the ROM leaves is not known): the
+        # USB-Serial-JTAG source mapped to line 5, enabled, and raised (_pending_line),
+        # and UART0's TXFIFO_EMPTY interrupt enabled (periph.Uart0).
+        self.leftovers = leftovers
+        if leftovers:
+            self.intmatrix.map[self.STRAY_SOURCE] = self.STRAY_LINE
+            self.intmatrix.enable |= 1 << self.STRAY_LINE
+            self.intmatrix.priority[self.STRAY_LINE] = 1
+        else:
+            self.uart.int_ena = 0
         self.io_mux = periph.io_mux()
         self.gpio = periph.Gpio(self.io_mux)
-        self.system = periph.system(self.timebase, rom_on_pll)
-        self.fram = periph.Mb85rs4mt(self.fram_map)
-        self.spi = periph.Spi2(self.gpio, self.system, self.fram)
-        self.devices = [self.uart, self.rtc, *self.timg, self.systimer, self.intmatrix,
+        self.fram = periph.Mb85rs4mt(self.fram_map, fram_rdid)
+        self.spi = periph.Spi2(self.gpio, self.system, self.fram, pins)
+        self.devices = [self.uart, self.rtc, self.ana, *self.timg, self.systimer, self.intmatrix,
                         self.gpio, self.io_mux, self.system, self.spi]
         for dev in self.devices:
             self.uc.mmio_map(dev.base, dev.size, self._mmio_read, dev, self._mmio_write, dev)
 
+        rom = bytearray(IROM_BYTES)
+        for addr in ROM:
+            rom[addr - IROM_BASE : addr - IROM_BASE + 2] = C_JR_RA
+        self.uc.mem_map(IROM_BASE, IROM_BYTES, UC_PROT_READ | UC_PROT_EXEC)
+        self.uc.mem_write(IROM_BASE, bytes(rom))
+        self.uc.hook_add(UC_HOOK_BLOCK, self._on_rom, None, IROM_BASE, IROM_BASE + IROM_BYTES - 1)
+        self.rom_calls = {name: 0 for name in ROM.values()}
         self.uc.hook_add(UC_HOOK_INTR, self._on_exception)
         self.uc.hook_add(
             UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED,
@@ -254,8 +285,29 @@ class Machine:
                     found.append(addr + off)
         return found
 
+    # The planted interrupt-matrix leftover (source 26 is USB_SERIAL_JTAG).
+    STRAY_SOURCE, STRAY_LINE = 26, 5
+
     def cycles(self):
         return self.instructions + self.idle_cycles
+
+    def _on_rom(self, uc, addr, size, _data):
+        """A call into the ROM: the modelled functions' effect (a0..a5 are their
+        arguments), any other stops the run."""
+        name = ROM.get(addr)
+        if name is None:
+            self._fail(f"a call of the ROM at {addr:#010x}, which the simulator does not model")
+            return
+        a = [self._x(10 + i) & 0xFF for i in range(6)]
+        try:
+            if name == "rom_i2c_writeReg":
+                self.analog.write_mask(a[0], a[1], a[2], 7, 0, a[3])
+            elif name == "rom_i2c_writeReg_Mask":
+                self.analog.write_mask(a[0], a[1], a[2], a[3], a[4], a[5])
+        except periph.ClockRefused as e:
+            self._fail(str(e))
+            return
+        self.rom_calls[name] += 1
 
     def _out(self, byte):
         self.console.append(byte)
@@ -431,7 +483,8 @@ class Machine:
         return True
 
     def _pending_line(self):
-        levels = {}
+        # The planted USB-Serial-JTAG interrupt is raised for good (nothing serves it).
+        levels = {self.STRAY_SOURCE: self.leftovers}
         for dev in self.devices:
             levels.update(dev.levels())
         return self.intmatrix.line_to_take(levels)
@@ -565,8 +618,9 @@ class Machine:
         Stop, or None."""
         while self.stop is None and self.instructions < max_instructions:
             for dev in (self.rtc, *self.timg):
+                seconds = self.timebase.seconds()
                 try:
-                    dev.check(self.cycles()) if dev is self.rtc else dev.wdt.check(self.cycles())
+                    dev.check(seconds) if dev is self.rtc else dev.wdt.check(seconds)
                 except periph.WatchdogExpired as e:
                     self.stop = Stop(str(e), self._pc())
                     break

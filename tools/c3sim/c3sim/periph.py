@@ -1,8 +1,11 @@
 """Register models of the ESP32-C3 peripherals Amber's board uses, from the TRM (the
-addresses are the ones drivers/esp32c3 names): UART0, RTC_CNTL (RTC watchdog, super
-watchdog, brown-out and its interrupt), the timer groups' watchdogs, SYSTIMER UNIT0
-and COMP0, the interrupt matrix, SYSTEM's peripheral clock and reset bits, GPIO and
-the IO MUX, and GP-SPI2 with an MB85RS4MT on its bus (chip select on a GPIO).
+addresses are the ones drivers/esp32c3 names): UART0 (with its baud clock), RTC_CNTL
+(RTC watchdog, super watchdog, brown-out and its interrupt, the BBPLL's power bits),
+the analog I2C master's registers and the analog registers behind it (the BBPLL, the
+regulators), the timer groups' watchdogs, SYSTIMER UNIT0 and COMP0, the interrupt
+matrix, SYSTEM's peripheral clock and reset bits and the CPU clock, GPIO and the IO
+MUX, and GP-SPI2 with an MB85RS4MT (or MB85RS4MTY) on its bus, wired to the pins of
+the board (the paper's by default; chip select on a GPIO).
 
 Each model answers only the registers it knows: any other offset raises Undecoded,
 which stops the run naming the address. Time comes from a `clock` callable giving the
@@ -10,11 +13,20 @@ simulated CPU cycles since reset. Models never touch the emulator: machine.py wi
 them to it.
 """
 
-# The simulated CPU clock as the ROM is taken to leave it: 80 MHz from the PLL (one
-# instruction per cycle is the simulator's timing model; SYSTEM's clock registers
-# change it, below). SYSTIMER counts at 16 MHz from the crystal, whatever the CPU runs at.
-CPU_HZ = 80_000_000
+# The simulated CPU clock as the ROM leaves it after a power-on reset: 40 MHz from the
+# crystal (esp-idf `bootloader_clock_init.c`; one instruction per cycle is the
+# simulator's timing model; SYSTEM's clock registers change it, below). After a software
+# reset from a firmware that ran on the PLL it may be 80 MHz from the PLL
+# (`rom_on_pll`). SYSTIMER counts at 16 MHz from the crystal, whatever the CPU runs at.
+XTAL_HZ = 40_000_000
+CPU_HZ = XTAL_HZ
+PLL_CPU_HZ = 80_000_000
+APB_HZ_ON_PLL = 80_000_000
 SYSTIMER_HZ = 16_000_000
+# The FRAM's wiring on the paper's board (kernel/src/board/esp32c3/map.rs PAPER_PINS):
+# (SCK, MISO, MOSI, CS).
+PAPER_PINS = (6, 2, 7, 1)
+CONSOLE_BAUD = 115_200
 
 
 class Timebase:
@@ -27,23 +39,24 @@ class Timebase:
         self.cycles = cycles
         self.base_cycles, self.base_counts, self.base_seconds = 0, 0, 0.0
         self.cpu_hz = cpu_hz
-        self.cycles_per_count = cpu_hz // SYSTIMER_HZ
+        self.cycles_per_count = cpu_hz / SYSTIMER_HZ
 
     def seconds(self):
         """Simulated time since reset: each segment's cycles at its CPU clock."""
         return self.base_seconds + (self.cycles() - self.base_cycles) / self.cpu_hz
 
     def counts(self):
-        return self.base_counts + (self.cycles() - self.base_cycles) // self.cycles_per_count
+        return self.base_counts + int((self.cycles() - self.base_cycles) / self.cycles_per_count)
 
     def cycle_of(self, counts):
         """The first CPU cycle at which SYSTIMER has counted `counts`."""
-        return self.base_cycles + max(0, counts - self.base_counts) * self.cycles_per_count
+        ahead = max(0, counts - self.base_counts) * self.cycles_per_count
+        return self.base_cycles + int(-(-ahead // 1))
 
     def set_cpu_hz(self, hz):
         now = self.cycles()
         self.base_counts, self.base_seconds, self.base_cycles = self.counts(), self.seconds(), now
-        self.cpu_hz, self.cycles_per_count = hz, hz // SYSTIMER_HZ
+        self.cpu_hz, self.cycles_per_count = hz, hz / SYSTIMER_HZ
 
 
 class Undecoded(Exception):
@@ -92,29 +105,63 @@ class Plain(Device):
 
 
 class FrameChanged(Exception):
-    """UART0's frame format was changed from what the terminal expects."""
+    """UART0's frame format or baud rate changed from what the terminal expects."""
 
 
 class Uart0(Device):
     """UART0 (TRM 26.x): the TX FIFO drains at once to `out` (a callable taking a
-    byte); the RX FIFO holds what `feed` gave it; RXFIFO_FULL (INT_RAW bit 0) is raised
-    while the RX count is at or above CONF1's threshold. Source 21."""
+    byte), as long as the frame format is the ROM's 8N1 and the baud rate 115200 (within
+    1.5 %: the baud rate is the core clock, CLK_CONF's SCLK_SEL (1 APB, 3 XTAL) divided
+    by SCLK_DIV_NUM + 1 and by CLKDIV's integer and sixteenths; APB is `apb_hz()`,
+    which follows the CPU clock); the RX FIFO holds what `feed` gave it; RXFIFO_FULL
+    (INT_RAW bit 0) is raised while the RX count is at or above CONF1's threshold, and
+    TXFIFO_EMPTY (bit 1) always (nothing stays in the TX FIFO). FSM_STATUS reads idle.
+    It starts as the ROM leaves it: 115200 from APB, and, planted to check the board's
+    clean-up (not known ROM behaviour), TXFIFO_EMPTY enabled: a level that would hold
+    the console's line for good if only RXFIFO_FULL were ORed in. Source 21."""
 
     name, base, size = "UART0", 0x6000_0000, 0x1000
     SOURCE = 21
     FIFO, INT_RAW, INT_ST, INT_ENA, INT_CLR = 0x00, 0x04, 0x08, 0x0C, 0x10
-    STATUS, CONF0, CONF1 = 0x1C, 0x20, 0x24
+    CLKDIV, STATUS, CONF0, CONF1 = 0x14, 0x1C, 0x20, 0x24
+    FSM_STATUS, CLK_CONF = 0x6C, 0x78
     # CONF0 bits 5:0: parity off, 8 data bits, 1 stop bit (the ROM's 8N1).
     FRAME_MASK, FRAME_8N1 = 0x3F, 0x1C
-    RXFIFO_FULL = 1 << 0
+    RXFIFO_FULL, TXFIFO_EMPTY = 1 << 0, 1 << 1
     RX_FIFO_BYTES = 128
+    SCLK_APB, SCLK_XTAL = 1, 3
 
-    def __init__(self, out):
+    def __init__(self, out, apb_hz=lambda: CPU_HZ):
         self.out = out
+        self.apb_hz = apb_hz
         self.rx = bytearray()
-        self.int_ena = 0
+        self.int_ena = self.TXFIFO_EMPTY
         self.conf0 = 0x1000_001C
         self.conf1 = 0x0000_C060  # reset: RX-full and TX-empty thresholds 0x60
+        # As the ROM sets it: APB, undivided, CLKDIV for 115200 at the APB of its moment.
+        self.clk_conf = 0x0340_0000 | self.SCLK_APB << 20
+        self.clkdiv = self.divider_for(apb_hz(), CONSOLE_BAUD)
+        self.bauds = set()
+
+    @staticmethod
+    def divider_for(sclk_hz, baud):
+        sixteenths = (sclk_hz << 4) // baud
+        return (sixteenths & 0xF) << 20 | sixteenths >> 4
+
+    def sclk_hz(self):
+        sel = (self.clk_conf >> 20) & 3
+        if sel == self.SCLK_APB:
+            return self.apb_hz()
+        if sel == self.SCLK_XTAL:
+            return XTAL_HZ
+        raise Undecoded(self.base + self.CLK_CONF, f"UART0 core clock source {sel} (RC_FAST is not modelled)")
+
+    def baud(self):
+        div_num = (self.clk_conf >> 12) & 0xFF
+        sixteenths = ((self.clkdiv & 0xFFF) << 4) | ((self.clkdiv >> 20) & 0xF)
+        if not sixteenths:
+            return 0
+        return self.sclk_hz() * 16 / sixteenths / (div_num + 1)
 
     def feed(self, data):
         space = self.RX_FIFO_BYTES - len(self.rx)
@@ -123,23 +170,18 @@ class Uart0(Device):
     def _raw(self):
         threshold = self.conf1 & 0x1FF
         full = len(self.rx) >= max(threshold, 1)
-        return self.RXFIFO_FULL if full else 0
+        return (self.RXFIFO_FULL if full else 0) | self.TXFIFO_EMPTY
 
     def read(self, off):
         if off == self.FIFO:
             return self.rx.pop(0) if self.rx else 0
         if off == self.STATUS:
             return len(self.rx)  # TX count 0: the FIFO drains at once
-        if off == self.INT_RAW:
-            return self._raw()
-        if off == self.INT_ST:
-            return self._raw() & self.int_ena
-        if off == self.INT_ENA:
-            return self.int_ena
-        if off == self.CONF0:
-            return self.conf0
-        if off == self.CONF1:
-            return self.conf1
+        regs = {self.INT_RAW: self._raw(), self.INT_ST: self._raw() & self.int_ena,
+                self.INT_ENA: self.int_ena, self.CONF0: self.conf0, self.CONF1: self.conf1,
+                self.CLKDIV: self.clkdiv, self.FSM_STATUS: 0, self.CLK_CONF: self.clk_conf}
+        if off in regs:
+            return regs[off]
         return super().read(off)
 
     def write(self, off, value):
@@ -149,15 +191,26 @@ class Uart0(Device):
                     f"UART0 sends with CONF0 = {self.conf0:#010x}: no longer the ROM's 8N1 "
                     "(a terminal at 115200 8N1 would show garbage)"
                 )
+            baud = self.baud()
+            if abs(baud - CONSOLE_BAUD) > 0.015 * CONSOLE_BAUD:
+                raise FrameChanged(
+                    f"UART0 sends at {baud:.0f} baud (core clock {self.sclk_hz()} Hz, CLK_CONF "
+                    f"{self.clk_conf:#010x}, CLKDIV {self.clkdiv:#010x}): a terminal at 115200 "
+                    "would show garbage")
+            self.bauds.add(round(baud))
             self.out(value & 0xFF)
         elif off == self.INT_ENA:
             self.int_ena = value
         elif off == self.INT_CLR:
-            pass  # RXFIFO_FULL is a level: it stays raised while the FIFO is full
+            pass  # both modelled interrupts are levels: they stay while their condition does
         elif off == self.CONF0:
             self.conf0 = value
         elif off == self.CONF1:
             self.conf1 = value
+        elif off == self.CLKDIV:
+            self.clkdiv = value
+        elif off == self.CLK_CONF:
+            self.clk_conf = value
         else:
             super().write(off, value)
 
@@ -172,23 +225,24 @@ class WatchdogExpired(Exception):
 class Watchdog:
     """One watchdog's enable bit behind its write-protect key (TRM 13.2.2): its
     config register changes only while the protect register holds the key. Left
-    enabled, it expires `timeout_cycles` after reset (the ROM's flash-boot timeouts are
-    on the order of a second; the model uses one second for each)."""
+    enabled, it expires `timeout_seconds` of simulated time after reset (the ROM's
+    flash-boot timeouts are on the order of a second; the model uses one second for
+    each)."""
 
-    def __init__(self, name, key, config, enable_bit, timeout_cycles=CPU_HZ):
+    def __init__(self, name, key, config, enable_bit, timeout_seconds=1.0):
         self.name, self.key = name, key
         self.config, self.enable_bit = config, enable_bit
         self.protect = 0
-        self.timeout_cycles = timeout_cycles
+        self.timeout_seconds = timeout_seconds
 
     def write_config(self, value):
         if self.protect == self.key:
             self.config = value
 
-    def check(self, cycles):
-        if self.config & self.enable_bit and cycles >= self.timeout_cycles:
+    def check(self, seconds):
+        if self.config & self.enable_bit and seconds >= self.timeout_seconds:
             raise WatchdogExpired(
-                f"{self.name} expired at cycle {cycles}: the chip would reset "
+                f"{self.name} expired at {seconds:.3f} s: the chip would reset "
                 "(it was never disabled with its key)"
             )
 
@@ -202,14 +256,17 @@ class RtcCntl(Device):
     watchdog (SWD_CONF 0xAC, SWD_WPROTECT 0xB0; it expires unless auto-feed is on),
     the brown-out detector (BROWN_OUT 0xD8: RST_ENA bit 26, ANA_RST_EN bit 28, ENA bit
     30, DET bit 31; FIB_SEL 0x10C, reset 7, whose bit 1 set leaves the analog
-    brown-out reset on the chip's fixed signal, taken here as armed) and the RTC
-    interrupt registers (INT_ENA 0x40, INT_RAW 0x44, INT_ST 0x48, INT_CLR 0x4C;
-    BROWN_OUT_INT bit 9). Source 27. `brown_out()` is the supply falling below the
-    threshold: a chip reset if any of the three resets is armed, else the interrupt."""
+    brown-out reset on the chip's fixed signal, taken here as armed), the RTC interrupt
+    registers (INT_ENA 0x40, INT_RAW 0x44, INT_ST 0x48, INT_CLR 0x4C; BROWN_OUT_INT bit
+    9) and OPTIONS0 (0x00; BB_I2C_FORCE_PD bit 6, BBPLL_I2C_FORCE_PD bit 8,
+    BBPLL_FORCE_PD bit 10: `bbpll_powered()`, reset 0). Source 27. `brown_out()` is the
+    supply falling below the threshold: a chip reset if any of the three resets is
+    armed, else the interrupt."""
 
     name, base, size = "RTC_CNTL", 0x6000_8000, 0x1000
     SOURCE = 27
-    INT_ENA, INT_RAW, INT_ST, INT_CLR = 0x40, 0x44, 0x48, 0x4C
+    OPTIONS0, INT_ENA, INT_RAW, INT_ST, INT_CLR = 0x00, 0x40, 0x44, 0x48, 0x4C
+    BBPLL_POWER_DOWN = 1 << 6 | 1 << 8 | 1 << 10
     WDTCONFIG0, WDTWPROTECT, SWD_CONF, SWD_WPROTECT = 0x90, 0xA8, 0xAC, 0xB0
     BROWN_OUT, FIB_SEL = 0xD8, 0x10C
     BROWN_OUT_INT = 1 << 9
@@ -229,12 +286,16 @@ class RtcCntl(Device):
         self.brown_out_reg = self.BROWN_OUT_RST_ENA | 0x3FF
         self.fib_sel = 0b111
         self.below_threshold = False
+        self.options0 = 0
 
-    def check(self, cycles):
-        self.rwdt.check(cycles)
-        if not self.swd.config >> 31 and cycles >= self.swd.timeout_cycles:
+    def bbpll_powered(self):
+        return not self.options0 & self.BBPLL_POWER_DOWN
+
+    def check(self, seconds):
+        self.rwdt.check(seconds)
+        if not self.swd.config >> 31 and seconds >= self.swd.timeout_seconds:
             raise WatchdogExpired(
-                f"super watchdog (SWD) expired at cycle {cycles}: auto-feed was never set"
+                f"super watchdog (SWD) expired at {seconds:.3f} s: auto-feed was never set"
             )
 
     def brown_out(self):
@@ -256,6 +317,7 @@ class RtcCntl(Device):
 
     def read(self, off):
         regs = {
+            self.OPTIONS0: self.options0,
             self.INT_ENA: self.int_ena,
             self.INT_RAW: self.int_raw,
             self.INT_ST: self.int_raw & self.int_ena,
@@ -272,7 +334,9 @@ class RtcCntl(Device):
         return regs[off]
 
     def write(self, off, value):
-        if off == self.INT_ENA:
+        if off == self.OPTIONS0:
+            self.options0 = value
+        elif off == self.INT_ENA:
             self.int_ena = value
         elif off == self.INT_CLR:
             self.int_raw &= ~value
@@ -615,7 +679,64 @@ def io_mux():
 
 
 class ClockRefused(Exception):
-    """A write to SYSTEM's clock registers that the board must never make."""
+    """A clock change the chip would not survive, or that the model cannot follow."""
+
+
+class Analog:
+    """The analog registers behind the internal I2C bus that the board writes through
+    the ROM's `rom_i2c_writeReg` and `rom_i2c_writeReg_Mask` (machine.py calls these
+    for the ROM functions): by (block, register), one byte each. The BBPLL (block 0x66)
+    answers only while ANA_CONFIG's bit 17 enables its master (`master_on`); a write
+    while it is off would be lost, so it stops the run. Its configuration for 480 MHz
+    from a 40 MHz crystal is what esp-idf's `clk_ll_bbpll_set_config` leaves
+    (`BBPLL_480`, register -> (mask, value)); nothing is known of the chip's reset
+    values, so a switch to the PLL needs that configuration written since reset
+    (`bbpll_configured`) unless the PLL already ran (`configured`)."""
+
+    BBPLL, DIG_REG = 0x66, 0x6D
+    BBPLL_480 = {2: (0xFF, 0x50), 3: (0xFF, 0x08), 4: (0xFF, 0x6B), 5: (0x77, 0x00),
+                 6: (0xFF, 0x63), 9: (0x03, 0x02)}
+
+    def __init__(self, master_on, configured=False):
+        self.regs = {}
+        self.master_on = master_on
+        self.configured = configured
+        self.writes = []
+
+    def write_mask(self, block, host, reg, msb, lsb, value):
+        if host != 0:
+            raise ClockRefused(f"analog I2C write to block {block:#x} with host id {host} (the C3's is 0)")
+        if msb < lsb or msb > 7:
+            raise ClockRefused(f"analog I2C write of bits {msb}..{lsb} of block {block:#x} register {reg}")
+        if block == self.BBPLL and not self.master_on():
+            raise ClockRefused("analog I2C write to the BBPLL with its master off (ANA_CONFIG bit 17 "
+                               "set): the write would be lost")
+        mask = ((1 << (msb - lsb + 1)) - 1) << lsb
+        old = self.regs.get((block, reg), 0)
+        self.regs[(block, reg)] = (old & ~mask) | ((value << lsb) & mask)
+        self.writes.append((block, reg, msb, lsb, value))
+
+    def bbpll_configured(self):
+        return self.configured or all(
+            self.regs.get((self.BBPLL, reg), None) is not None
+            and self.regs[(self.BBPLL, reg)] & mask == value
+            for reg, (mask, value) in self.BBPLL_480.items())
+
+
+class AnaMaster(Plain):
+    """The analog I2C master's registers: I2C_MST_ANA_CONF0 (0x40; BBPLL_STOP_FORCE_HIGH
+    bit 2, BBPLL_STOP_FORCE_LOW bit 3: high cleared and low set start the BBPLL's
+    calibration), ANA_CONFIG (0x44; bits 17:8 gate the masters, set = off, bit 17 the
+    BBPLL's) and ANA_CONFIG2 (0x48), held as written (reset 0: every master on)."""
+
+    def __init__(self):
+        super().__init__("analog I2C master", 0x6000_E000, {0x40: 0, 0x44: 0, 0x48: 0})
+
+    def bbpll_master_on(self):
+        return not self.regs[0x44] & (1 << 17)
+
+    def bbpll_calibrating(self):
+        return self.regs[0x40] & 0b1100 == 0b1000
 
 
 class System(Plain):
@@ -623,34 +744,44 @@ class System(Plain):
     the CPU clock (TRM 6.2): CPU_PER_CONF (0x08; CPUPERIOD_SEL bits 1:0, PLL_FREQ_SEL
     bit 2, CPU_WAIT_MODE_FORCE_ON bit 3, CPU_WAITI_DELAY_NUM bits 7:4) and SYSCLK_CONF
     (0x58; PRE_DIV_CNT bits 9:0, SOC_CLK_SEL bits 11:10, CLK_XTAL_FREQ bits 18:12
-    read-only). They start as the ROM is taken to leave them: the PLL at 480 MHz, the
-    CPU at 80 MHz (`rom_on_pll=False`: the chip's reset values, XTAL / 2 = 20 MHz).
-    The model accepts only what drivers/esp32c3's clock sequence may write:
-    CPUPERIOD_SEL 0 or 1 while the PLL is the source, everything else in both
-    registers unchanged. A reserved CPUPERIOD_SEL, a CPUPERIOD_SEL change off the PLL,
-    a PLL_FREQ_SEL change under a running CPU, a source change (the BBPLL is not
-    modelled) or a write to a read-only or reserved bit stops the run (ClockRefused).
-    A change of CPU_CLK is passed to the Timebase."""
+    read-only). They start as the ROM leaves them after a power-on reset (the crystal,
+    undivided: 40 MHz) or, with `rom_on_pll`, as a firmware that ran on the PLL left
+    them (80 MHz from the 480 MHz PLL). The CPU runs from XTAL / (PRE_DIV_CNT + 1) or
+    from the PLL at 80 or 160 MHz (CPUPERIOD_SEL); APB is the CPU clock on XTAL and 80
+    MHz on the PLL. A switch to the PLL stops the run (ClockRefused) unless the BBPLL is
+    powered (RTC_CNTL OPTIONS0), at 480 MHz (PLL_FREQ_SEL), configured (`analog`) and
+    its calibration started; so do a reserved CPUPERIOD_SEL or source (RC_FAST is not
+    modelled), a PLL_FREQ_SEL change while the PLL runs the CPU, a change of the
+    read-only crystal field, and any change of the wait-mode bits. A change of CPU_CLK
+    is passed to the Timebase."""
 
     CPU_PER_CONF, SYSCLK_CONF = 0x08, 0x58
     CPUPERIOD_SEL, PLL_FREQ_SEL = 0b11, 1 << 2
     CPU_PER_CONF_BITS = 0xFF
-    SOC_CLK_SEL_SHIFT, PLL = 10, 1
+    SOC_CLK_SEL_SHIFT, XTAL, PLL = 10, 0, 1
+    XTAL_FREQ_FIELD = 0x7F << 12
 
-    def __init__(self, timebase=None, rom_on_pll=True):
+    def __init__(self, timebase=None, rom_on_pll=False, rtc=None, ana=None, analog=None):
         super().__init__("SYSTEM", 0x600C_0000, {0x10: 0xF9C1_E06F, 0x18: 0})
         self.timebase = timebase
+        self.rtc, self.ana, self.analog = rtc, ana, analog
         self.cpu_per_conf = 0x0000_000C
-        self.sysclk_conf = (40 << 12) | ((1 << 10) if rom_on_pll else 0) | 1
+        self.sysclk_conf = (40 << 12) | ((self.PLL << 10 | 1) if rom_on_pll else 0)
         self.clock_writes = []
 
     def on_pll(self):
         return (self.sysclk_conf >> self.SOC_CLK_SEL_SHIFT) & 3 == self.PLL
 
     def cpu_hz(self):
-        if not self.on_pll():
-            return 40_000_000 // ((self.sysclk_conf & 0x3FF) + 1)
-        return 160_000_000 if self.cpu_per_conf & self.CPUPERIOD_SEL == 1 else 80_000_000
+        return self._cpu_hz(self.cpu_per_conf, self.sysclk_conf)
+
+    def _cpu_hz(self, per_conf, sysclk):
+        if (sysclk >> self.SOC_CLK_SEL_SHIFT) & 3 == self.XTAL:
+            return XTAL_HZ // ((sysclk & 0x3FF) + 1)
+        return 160_000_000 if per_conf & self.CPUPERIOD_SEL == 1 else 80_000_000
+
+    def apb_hz(self):
+        return APB_HZ_ON_PLL if self.on_pll() else self.cpu_hz()
 
     def read(self, off):
         if off == self.CPU_PER_CONF:
@@ -661,40 +792,51 @@ class System(Plain):
 
     def write(self, off, value):
         if off == self.CPU_PER_CONF:
-            self._write_cpu_per_conf(value)
+            self._set(value, self.sysclk_conf, f"SYSTEM_CPU_PER_CONF_REG written {value:#010x}")
         elif off == self.SYSCLK_CONF:
-            if value != self.sysclk_conf:
-                raise ClockRefused(
-                    f"SYSTEM_SYSCLK_CONF_REG written {value:#010x} (holds {self.sysclk_conf:#010x}): "
-                    "the CPU clock's source, divider and read-only crystal field are never changed "
-                    "(the BBPLL, XTAL and RC_FAST switches are not modelled)")
+            self._set(self.cpu_per_conf, value, f"SYSTEM_SYSCLK_CONF_REG written {value:#010x}")
         else:
             super().write(off, value)
 
-    def _write_cpu_per_conf(self, value):
-        old = self.cpu_per_conf
+    def _set(self, per_conf, sysclk, what):
         why = None
-        if value & ~self.CPU_PER_CONF_BITS:
-            why = "reserved bits 31:8 set"
-        elif value & self.CPUPERIOD_SEL > 1:
-            why = f"CPUPERIOD_SEL {value & self.CPUPERIOD_SEL} is reserved (0: 80 MHz, 1: 160 MHz)"
-        elif (value ^ old) & self.PLL_FREQ_SEL and self.on_pll():
-            why = "PLL_FREQ_SEL changed while the CPU runs from the PLL"
-        elif (value ^ old) & self.CPUPERIOD_SEL and not self.on_pll():
-            why = "CPUPERIOD_SEL changed while the CPU is not on the PLL (it would take effect at a later switch)"
-        elif (value ^ old) & ~(self.CPUPERIOD_SEL | self.PLL_FREQ_SEL):
+        src = (sysclk >> self.SOC_CLK_SEL_SHIFT) & 3
+        if per_conf & ~self.CPU_PER_CONF_BITS or sysclk & ~0x7_FFFF:
+            why = "reserved bits set"
+        elif per_conf & self.CPUPERIOD_SEL > 1:
+            why = f"CPUPERIOD_SEL {per_conf & self.CPUPERIOD_SEL} is reserved (0: 80 MHz, 1: 160 MHz)"
+        elif (per_conf ^ self.cpu_per_conf) & ~(self.CPUPERIOD_SEL | self.PLL_FREQ_SEL):
             why = "CPU_WAIT_MODE_FORCE_ON or CPU_WAITI_DELAY_NUM changed"
+        elif (sysclk ^ self.sysclk_conf) & self.XTAL_FREQ_FIELD:
+            why = "CLK_XTAL_FREQ is read-only"
+        elif src not in (self.XTAL, self.PLL):
+            why = f"SOC_CLK_SEL {src} (RC_FAST and the reserved value are not modelled)"
+        elif (per_conf ^ self.cpu_per_conf) & self.PLL_FREQ_SEL and self.on_pll():
+            why = "PLL_FREQ_SEL changed while the CPU runs from the PLL"
+        elif src == self.PLL and not self.on_pll():
+            missing = []
+            if self.rtc is not None and not self.rtc.bbpll_powered():
+                missing.append("the BBPLL is powered down (RTC_CNTL_OPTIONS0)")
+            if not per_conf & self.PLL_FREQ_SEL:
+                missing.append("PLL_FREQ_SEL says 320 MHz (the model knows 480 MHz only)")
+            if self.analog is not None and not self.analog.bbpll_configured():
+                missing.append("the BBPLL's analog registers are not set for 480 MHz from 40 MHz")
+            if self.ana is not None and not (self.analog.configured or self.ana.bbpll_calibrating()):
+                missing.append("its calibration was not started (I2C_MST_ANA_CONF0)")
+            if missing:
+                why = "the CPU switched to the PLL, but " + "; ".join(missing)
         if why:
-            raise ClockRefused(f"SYSTEM_CPU_PER_CONF_REG written {value:#010x} (holds {old:#010x}): {why}")
+            raise ClockRefused(f"{what} (CPU_PER_CONF {self.cpu_per_conf:#x}, SYSCLK_CONF "
+                               f"{self.sysclk_conf:#x}): {why}")
         before = self.cpu_hz()
-        self.cpu_per_conf = value
-        self.clock_writes.append(value)
+        self.cpu_per_conf, self.sysclk_conf = per_conf, sysclk
+        self.clock_writes.append((per_conf, sysclk))
         if self.cpu_hz() != before and self.timebase is not None:
             self.timebase.set_cpu_hz(self.cpu_hz())
 
 
-def system(timebase=None, rom_on_pll=True):
-    return System(timebase, rom_on_pll)
+def system(timebase=None, rom_on_pll=False, rtc=None, ana=None, analog=None):
+    return System(timebase, rom_on_pll, rtc, ana, analog)
 
 
 class Mb85rs4mt:
@@ -706,11 +848,14 @@ class Mb85rs4mt:
 
     SIZE = 512 * 1024
     RDID = bytes([0x04, 0x7F, 0x49, 0x03])
+    # The MB85RS4MTY, the high-temperature variant: the same chip to the driver.
+    RDID_Y = bytes([0x04, 0x7F, 0x49, 0x0B])
 
-    def __init__(self, array):
+    def __init__(self, array, rdid=RDID):
         if len(array) != self.SIZE:
             raise ValueError(f"MB85RS4MT array is {self.SIZE} bytes, not {len(array)}")
         self.array = array
+        self.rdid = bytes(rdid)
         self.wel = False
         self.status = 0
         self._cmd = None
@@ -741,7 +886,7 @@ class Mb85rs4mt:
         if cmd == 0x05:
             return self.status | (0x02 if self.wel else 0)
         if cmd == 0x9F:
-            return self.RDID[pos - 1] if pos - 1 < len(self.RDID) else 0xFF
+            return self.rdid[pos - 1] if pos - 1 < len(self.rdid) else 0xFF
         if cmd == 0x01:
             if pos == 1 and self.wel:
                 self.status = byte & 0x8C
@@ -768,20 +913,21 @@ class Spi2(Device):
     what came back in the same buffer. The configuration registers are held as
     written; a transfer is refused unless the controller's clock is on
     (SYSTEM_PERIP_CLK_EN0 bit 6 and CLK_GATE) and the pins are routed as the board
-    wires them (SCK GPIO6, MOSI GPIO7, MISO GPIO2; CS GPIO10 a plain output)."""
+    wires them (`pins`: SCK, MISO, MOSI, CS; the paper's board by default: SCK GPIO6,
+    MISO GPIO2, MOSI GPIO7, CS GPIO1 a plain output)."""
 
     name, base, size = "GP-SPI2", 0x6002_4000, 0x1000
     CMD, CLOCK, USER, MS_DLEN, MISC, DMA_CONF = 0x00, 0x0C, 0x10, 0x1C, 0x20, 0x30
     W0, SLAVE, CLK_GATE = 0x98, 0xE0, 0xE8
     CMD_UPDATE, CMD_USR = 1 << 23, 1 << 24
     FSPICLK_OUT, FSPIQ_IN, FSPID_OUT = 63, 64, 65
-    PIN_SCK, PIN_MOSI, PIN_MISO, PIN_CS = 6, 7, 2, 10
 
     class Miswired(Exception):
         pass
 
-    def __init__(self, gpio, system_regs, fram):
+    def __init__(self, gpio, system_regs, fram, pins=PAPER_PINS):
         self.gpio, self.system, self.fram = gpio, system_regs, fram
+        self.pin_sck, self.pin_miso, self.pin_mosi, self.pin_cs = pins
         self.regs = {self.CLOCK: 0x8000_3043, self.USER: 0x8000_00C0, self.MS_DLEN: 0,
                      self.MISC: 0x3E, self.DMA_CONF: 0, self.SLAVE: 0x0280_0000,
                      self.CLK_GATE: 0}
@@ -798,18 +944,18 @@ class Spi2(Device):
             problems.append("SPI2 held in reset")
         if self.regs[self.CLK_GATE] & 0b11 != 0b11:
             problems.append("CLK_GATE off")
-        if g.out_sel[self.PIN_SCK] != self.FSPICLK_OUT or not (g.enable >> self.PIN_SCK) & 1:
-            problems.append("GPIO6 is not FSPICLK")
-        if g.out_sel[self.PIN_MOSI] != self.FSPID_OUT or not (g.enable >> self.PIN_MOSI) & 1:
-            problems.append("GPIO7 is not FSPID")
-        if g.in_sel[self.FSPIQ_IN] != (0x40 | self.PIN_MISO):
-            problems.append("FSPIQ is not fed from GPIO2")
+        if g.out_sel[self.pin_sck] != self.FSPICLK_OUT or not (g.enable >> self.pin_sck) & 1:
+            problems.append(f"GPIO{self.pin_sck} (SCK) is not FSPICLK")
+        if g.out_sel[self.pin_mosi] != self.FSPID_OUT or not (g.enable >> self.pin_mosi) & 1:
+            problems.append(f"GPIO{self.pin_mosi} (MOSI) is not FSPID")
+        if g.in_sel[self.FSPIQ_IN] != (0x40 | self.pin_miso):
+            problems.append(f"FSPIQ is not fed from GPIO{self.pin_miso} (MISO)")
         if problems:
             raise self.Miswired("GP-SPI2 transfer: " + ", ".join(problems))
 
     def chip_select_changed(self):
         """Called on every GPIO write: a CS edge starts or ends a command."""
-        low = not self.gpio.level(self.PIN_CS)
+        low = not self.gpio.level(self.pin_cs)
         if low and not self.cs_was_low:
             self.fram.select()
         elif not low and self.cs_was_low:

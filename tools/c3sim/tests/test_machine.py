@@ -61,7 +61,7 @@ class MachineTest(unittest.TestCase):
         os.close(fd)
         os.remove(fram)
         self.addCleanup(lambda: os.path.exists(fram) and os.remove(fram))
-        m = Machine(make_image(BASE, [(BASE, program(words))]), fram)
+        m = Machine(make_image(BASE, [(BASE, program(words))]), fram, leftovers=False)
         stop = m.run(instructions)
         m.close()
         return m, stop

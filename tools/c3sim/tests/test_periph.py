@@ -80,13 +80,14 @@ class WatchdogTest(unittest.TestCase):
     def test_writes_without_the_key_are_ignored_and_an_enabled_rwdt_expires(self):
         r = periph.RtcCntl()
         r.write(0x90, 0)
+        r.check(0.9)
         with self.assertRaises(periph.WatchdogExpired):
-            r.check(periph.CPU_HZ)
+            r.check(1.0)
         r.write(0xA8, periph.WDT_WKEY)
         r.write(0x90, 0)
         r.write(0xB0, periph.SWD_WKEY)
         r.write(0xAC, 1 << 31)
-        r.check(10 * periph.CPU_HZ)
+        r.check(10.0)
 
     def test_brown_out_interrupts_only_with_its_resets_off(self):
         def off(r):
@@ -126,7 +127,7 @@ class WatchdogTest(unittest.TestCase):
 class SystimerAndMatrixTest(unittest.TestCase):
     def test_comp0_period_fires_through_the_matrix_on_its_line(self):
         now = [0]
-        t = periph.Systimer(periph.Timebase(lambda: now[0]))
+        t = periph.Systimer(periph.Timebase(lambda: now[0], 80_000_000))
         t.write(0x34, 1 << 30 | 160_000)
         t.write(0x50, 1)
         t.write(0x00, t.read(0x00) | 1 << 24)
@@ -147,7 +148,7 @@ class SystimerAndMatrixTest(unittest.TestCase):
         self.assertEqual(t.next_event_cycles(), 2 * 160_000 * 5)
 
     def test_unit0_reads_after_an_update(self):
-        t = periph.Systimer(periph.Timebase(lambda: 5 * 1234))
+        t = periph.Systimer(periph.Timebase(lambda: 5 * 1234, 80_000_000))
         self.assertEqual(t.read(0x04), 0)
         t.write(0x04, 1 << 30)
         self.assertEqual(t.read(0x04), 1 << 29)
@@ -155,36 +156,91 @@ class SystimerAndMatrixTest(unittest.TestCase):
 
 
 class ClockTest(unittest.TestCase):
-    """SYSTEM's CPU clock registers (TRM 6.2) and SYSTIMER's rate across a switch."""
+    """SYSTEM's CPU clock registers (TRM 6.2), the BBPLL's bring-up the model demands,
+    UART0's baud rate across the switch, and SYSTIMER's rate."""
 
-    def test_the_rom_state_and_the_switch_to_160_mhz_keep_systimer_at_16_mhz(self):
+    BBPLL_480 = [(4, 7, 0, 0x6B), (2, 7, 0, 0x50), (3, 7, 0, 8), (5, 2, 0, 0), (5, 6, 4, 0),
+                 (6, 7, 0, 0x93), (9, 1, 0, 2), (6, 5, 4, 2), (6, 7, 6, 1)]
+
+    def chip(self, rom_on_pll=False):
         now = [0]
-        tb = periph.Timebase(lambda: now[0])
-        s = periph.system(tb)
-        self.assertEqual((s.read(0x08), s.read(0x58)), (0x0C, 0x0002_8401))
-        self.assertEqual(s.cpu_hz(), 80_000_000)
-        now[0] = 80_000_000  # one second at 80 MHz
+        rtc, ana = periph.RtcCntl(), periph.AnaMaster()
+        analog = periph.Analog(ana.bbpll_master_on, configured=rom_on_pll)
+        s = periph.system(None, rom_on_pll, rtc, ana, analog)
+        tb = periph.Timebase(lambda: now[0], s.cpu_hz())
+        s.timebase = tb
+        return now, tb, s, rtc, ana, analog
+
+    def bring_up(self, s, ana, analog):
+        ana.write(0x44, 0x3FF << 8 & ~(1 << 17))
+        ana.write(0x40, 1 << 3)
+        for reg, msb, lsb, value in self.BBPLL_480:
+            analog.write_mask(0x66, 0, reg, msb, lsb, value)
+
+    def test_from_the_crystal_to_160_mhz_keeps_systimer_at_16_mhz(self):
+        now, tb, s, _rtc, ana, analog = self.chip()
+        self.assertEqual((s.read(0x08), s.read(0x58)), (0x0C, 0x0002_8000))
+        self.assertEqual((s.cpu_hz(), s.apb_hz()), (40_000_000, 40_000_000))
+        now[0] = 40_000_000  # one second at 40 MHz
         self.assertEqual(tb.counts(), 16_000_000)
-        s.write(0x08, 0x0D)  # CPUPERIOD_SEL = 1
-        self.assertEqual(s.cpu_hz(), 160_000_000)
+        self.bring_up(s, ana, analog)
+        s.write(0x08, 0x0D)  # CPUPERIOD_SEL = 1: no change while on the crystal
+        self.assertEqual(s.cpu_hz(), 40_000_000)
+        s.write(0x58, 0x0002_8400)  # SOC_CLK_SEL = PLL
+        self.assertEqual((s.cpu_hz(), s.apb_hz()), (160_000_000, 80_000_000))
         now[0] += 160_000_000  # one more second, at 160 MHz
         self.assertEqual(tb.counts(), 32_000_000)
         self.assertEqual(tb.cycle_of(32_000_010), now[0] + 100)
-        s.write(0x08, 0x0D)  # the same value again: no change
-        self.assertEqual(tb.counts(), 32_000_000)
 
-    def test_writes_the_sequence_never_makes_are_refused(self):
-        for value, why in [(0x0E, "reserved"), (0x0F, "reserved"), (0x09, "PLL_FREQ_SEL"),
-                           (0x1D, "WAIT"), (0x10C, "reserved bits")]:
+    def test_the_pll_must_be_powered_configured_and_calibrating(self):
+        _now, _tb, s, rtc, ana, analog = self.chip()
+        with self.assertRaisesRegex(periph.ClockRefused, "not set for 480 MHz.*calibration"):
+            s.write(0x58, 0x0002_8400)
+        self.bring_up(s, ana, analog)
+        rtc.write(0x00, 1 << 10)
+        with self.assertRaisesRegex(periph.ClockRefused, "powered down"):
+            s.write(0x58, 0x0002_8400)
+        rtc.write(0x00, 0)
+        s.write(0x58, 0x0002_8400)
+        self.assertEqual(s.cpu_hz(), 80_000_000)
+
+    def test_a_bbpll_write_with_its_master_off_is_refused(self):
+        _now, _tb, _s, _rtc, ana, analog = self.chip()
+        ana.write(0x44, 1 << 17)
+        with self.assertRaisesRegex(periph.ClockRefused, "master off"):
+            analog.write_mask(0x66, 0, 4, 7, 0, 0x6B)
+        analog.write_mask(0x6D, 0, 6, 4, 0, 28)  # the regulators' block is not gated
+        self.assertEqual(analog.regs[(0x6D, 6)], 28)
+
+    def test_writes_the_chip_would_not_survive_are_refused(self):
+        for value, why in [(0x0E, "reserved"), (0x0F, "reserved"), (0x1D, "WAIT"), (0x10C, "reserved bits")]:
             with self.assertRaisesRegex(periph.ClockRefused, why):
-                periph.system().write(0x08, value)
-        with self.assertRaisesRegex(periph.ClockRefused, "SYSCLK_CONF"):
-            periph.system().write(0x58, 0x0002_8400)
-        # Off the PLL (the chip's reset values), CPUPERIOD_SEL may not change.
-        off = periph.system(rom_on_pll=False)
-        self.assertEqual(off.cpu_hz(), 20_000_000)
-        with self.assertRaisesRegex(periph.ClockRefused, "not on the PLL"):
-            off.write(0x08, 0x0D)
+                self.chip()[2].write(0x08, value)
+        with self.assertRaisesRegex(periph.ClockRefused, "read-only"):
+            self.chip()[2].write(0x58, 0x0002_0000)
+        with self.assertRaisesRegex(periph.ClockRefused, "RC_FAST"):
+            self.chip()[2].write(0x58, 0x0002_8800)
+        on_pll = self.chip(rom_on_pll=True)[2]
+        self.assertEqual(on_pll.cpu_hz(), 80_000_000)
+        with self.assertRaisesRegex(periph.ClockRefused, "PLL_FREQ_SEL"):
+            on_pll.write(0x08, 0x08)
+        on_pll.write(0x08, 0x0D)
+        self.assertEqual(on_pll.cpu_hz(), 160_000_000)
+
+    def test_the_console_keeps_115200_only_on_the_crystal(self):
+        _now, _tb, s, _rtc, ana, analog = self.chip()
+        rec = Recorder()
+        u = periph.Uart0(rec, s.apb_hz)
+        u.write(0x00, 0x41)
+        self.bring_up(s, ana, analog)
+        s.write(0x58, 0x0002_8400)
+        with self.assertRaisesRegex(periph.FrameChanged, "2304\\d\\d baud"):
+            u.write(0x00, 0x42)
+        u.write(0x78, (u.read(0x78) & ~(0x3FFFFF)) | 3 << 20)
+        u.write(0x14, 3 << 20 | 347)
+        u.write(0x00, 0x43)
+        self.assertEqual(rec.out, b"AC")
+        self.assertEqual(u.bauds, {115212})
 
 
 class GpioInterruptTest(unittest.TestCase):
@@ -223,7 +279,7 @@ class FramOnSpiTest(unittest.TestCase):
     def wired(self, array):
         gpio = periph.Gpio()
         system = periph.system()
-        spi = periph.Spi2(gpio, system, periph.Mb85rs4mt(array))
+        spi = periph.Spi2(gpio, system, periph.Mb85rs4mt(array), (6, 2, 7, 10))
         system.write(0x10, system.read(0x10) | 1 << 6)
         spi.write(0xE8, 0b111)
         for pin, sig in ((6, 63), (7, 65)):

@@ -16,6 +16,7 @@
 //! region, a segment outside its task's regions are errors naming the task.
 
 use amber_format::Superblock;
+use amber_kernel::board::esp32c3::map::{pins_refusal, FramPins, PinUse, PAPER_PINS};
 use amber_kernel::board::{MemoryMap, Range, BOARDS};
 use object::read::elf::{ElfFile32, FileHeader, ProgramHeader};
 use object::Endianness;
@@ -69,12 +70,39 @@ pub struct Esp32c3Config {
     /// The GPIO whose falling edge (an external supply comparator's output) is the
     /// power-failure interrupt, instead of the brown-out detector.
     pub power_failure_gpio: Option<u32>,
+    /// The FRAM's wires where they differ from the paper's board
+    /// (`amber_kernel::board::esp32c3::map::PAPER_PINS`).
+    #[serde(default)]
+    pub pins: PinsConfig,
     /// Sizes of the app's `memory` on this board where they differ (`name = bytes`).
     #[serde(default)]
     pub memory: BTreeMap<String, u32>,
     /// Sizes of tasks on this board where they differ (`name = { code, ram, stack }`).
     #[serde(default)]
     pub tasks: BTreeMap<String, TaskSizes>,
+}
+
+/// `[esp32c3] pins = { sck, miso, mosi, cs }`: each GPIO number, or the paper's.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinsConfig {
+    pub sck: Option<u32>,
+    pub miso: Option<u32>,
+    pub mosi: Option<u32>,
+    pub cs: Option<u32>,
+}
+
+impl Esp32c3Config {
+    /// The FRAM's pins: the app's, the paper's board's where it names none.
+    pub fn fram_pins(&self) -> FramPins {
+        let p = PAPER_PINS;
+        FramPins {
+            sck: self.pins.sck.unwrap_or(p.sck),
+            miso: self.pins.miso.unwrap_or(p.miso),
+            mosi: self.pins.mosi.unwrap_or(p.mosi),
+            cs: self.pins.cs.unwrap_or(p.cs),
+        }
+    }
 }
 
 /// A task's sizes on one board (`[esp32c3.tasks]`).
@@ -233,12 +261,19 @@ pub fn load(path: &Path) -> Result<App, String> {
     if app.tasks.is_empty() {
         return bad_app("an app needs at least one task".into());
     }
-    if let Some(pin) = app.esp32c3.power_failure_gpio {
-        if let Some(why) = amber_kernel::board::esp32c3::map::power_failure_pin_refusal(pin) {
-            return bad_app(format!(
-                "[esp32c3] power_failure_gpio = {pin}: GPIO{pin} cannot be the comparator input: {why}"
-            ));
-        }
+    let c3 = &app.esp32c3;
+    if let Some((what, pin, why)) = pins_refusal(&c3.fram_pins(), c3.power_failure_gpio) {
+        let key = match what {
+            PinUse::Sck => "pins.sck",
+            PinUse::Miso => "pins.miso",
+            PinUse::Mosi => "pins.mosi",
+            PinUse::Cs => "pins.cs",
+            PinUse::PowerFailure => "power_failure_gpio",
+        };
+        return bad_app(format!(
+            "[esp32c3] {key} = {pin}: GPIO{pin} cannot be {}: {why}",
+            what.name()
+        ));
     }
     crate::validate::rules(&app).map_err(|e| format!("{}: {e}", path.display()))?;
     check_sizes(&app).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -611,13 +646,16 @@ pub fn generate(app: &App, placed: &[(Placed, Vec<Segment>, u32)], nvm_size: u32
          pub const CHECKPOINT_MS: u32 = {};\n\
          pub const NVM_SIZE: u32 = {};\n\
          pub const POWER_FAILURE_GPIO: Option<u32> = {:?};\n\
+         pub const FRAM_PINS: crate::board::esp32c3::map::FramPins = \
+         crate::board::esp32c3::map::{:?};\n\
          pub static TASKS: &[TaskImage] = &[",
         app.name,
         app.name,
         app.description,
         app.checkpoint_ms,
         if eternal { nvm_size } else { 0 },
-        app.esp32c3.power_failure_gpio
+        app.esp32c3.power_failure_gpio,
+        app.esp32c3.fram_pins()
     );
     for (p, segments, entry) in placed {
         let t = p.task;
@@ -787,17 +825,70 @@ mod tests {
         assert_eq!(with_pin(3).unwrap().esp32c3.power_failure_gpio, Some(3));
         assert_eq!(app(ONE).unwrap().esp32c3.power_failure_gpio, None);
         for (pin, why) in [
-            (6, "FRAM"),
+            (6, "the FRAM's SCK uses it already"),
+            (1, "the FRAM's CS uses it already"),
             (20, "UART0"),
             (12, "SPI flash"),
             (9, "strapping"),
+            (2, "strapping"),
             (22, "GPIO0..=GPIO21"),
         ] {
             let e = with_pin(pin).unwrap_err();
             assert!(
-                e.contains(&format!("GPIO{pin} cannot be the comparator input")) && e.contains(why),
+                e.contains(&format!(
+                    "power_failure_gpio = {pin}: GPIO{pin} cannot be the power-failure comparator's input"
+                )) && e.contains(why),
                 "{e}"
             );
+        }
+    }
+
+    #[test]
+    fn the_fram_pins_default_to_the_paper_s_board_and_an_app_may_move_them() {
+        let with = |pins: &str| {
+            app(&ONE.replace(
+                "[[tasks]]",
+                &format!("[esp32c3]\npins = {{ {pins} }}\n[[tasks]]"),
+            ))
+        };
+        let paper = app(ONE).unwrap().esp32c3.fram_pins();
+        assert_eq!((paper.sck, paper.miso, paper.mosi, paper.cs), (6, 2, 7, 1));
+        let moved = with("cs = 10, sck = 4").unwrap().esp32c3.fram_pins();
+        assert_eq!((moved.sck, moved.miso, moved.mosi, moved.cs), (4, 2, 7, 10));
+        let generated = generate(&with("cs = 10").unwrap(), &[], 0);
+        assert!(
+            generated.contains("FramPins { sck: 6, miso: 2, mosi: 7, cs: 10 }"),
+            "{generated}"
+        );
+        for (pins, why) in [
+            (
+                "cs = 18",
+                "pins.cs = 18: GPIO18 cannot be the FRAM's CS: the USB-Serial-JTAG port",
+            ),
+            (
+                "mosi = 16",
+                "pins.mosi = 16: GPIO16 cannot be the FRAM's MOSI: the module's SPI flash",
+            ),
+            (
+                "sck = 21",
+                "pins.sck = 21: GPIO21 cannot be the FRAM's SCK: UART0",
+            ),
+            (
+                "cs = 8",
+                "pins.cs = 8: GPIO8 cannot be the FRAM's CS: it is a strapping pin",
+            ),
+            (
+                "sck = 2, miso = 3",
+                "pins.sck = 2: GPIO2 cannot be the FRAM's SCK: it is a strapping pin",
+            ),
+            (
+                "mosi = 6",
+                "pins.mosi = 6: GPIO6 cannot be the FRAM's MOSI: the FRAM's SCK uses it already",
+            ),
+            ("clk = 4", "unknown field `clk`"),
+        ] {
+            let e = with(pins).unwrap_err();
+            assert!(e.contains(why), "{pins}: {e}");
         }
     }
 

@@ -69,9 +69,16 @@ pub fn run_cmd(args: &[String]) -> Result<(), String> {
         }
     }
     let bin = esp32c3::build(Some(&app))?;
-    if let Some(pin) = crate::load_app(&app)?.esp32c3.power_failure_gpio {
+    let c3 = crate::load_app(&app)?.esp32c3;
+    if let Some(pin) = c3.power_failure_gpio {
         extra.extend(["--comparator-gpio".to_owned(), pin.to_string()]);
     }
+    // The simulated board wires its FRAM where the app says it is.
+    let p = c3.fram_pins();
+    extra.extend([
+        "--pins".to_owned(),
+        format!("{},{},{},{}", p.sck, p.miso, p.mosi, p.cs),
+    ]);
     let python = python()?;
     eprintln!(
         "xtask: booting {} in the C3 simulator (Ctrl-B: the supply falls, Ctrl-C: quit); FRAM {}",

@@ -7,7 +7,7 @@
 //! are in `esp_image.rs`, the board in `kernel/src/board/esp32c3/`.
 
 use crate::{app, apps_dir, build_app_on, build_kernel_on, esp_image, load_app, root, step};
-use object::read::elf::{ElfFile32, FileHeader};
+use object::read::elf::{ElfFile32, FileHeader, ProgramHeader};
 use object::{Endianness, Object, ObjectSection, ObjectSymbol, SectionKind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,6 +25,10 @@ pub const APPS: &[&str] = &[
 ];
 /// The FRAM the board carries (MB85RS4MT): the NVM size apps are built for.
 pub const NVM_SIZE: u64 = 512 * 1024;
+/// The C3 fetches up to this many bytes past the last instruction it runs (esp-idf
+/// `SOC_MEMPROT_CPU_PREFETCH_PAD_SIZE`): they must lie in the task's own executable
+/// region, or the prefetch of its last instructions faults on the PMP.
+pub const PREFETCH_PAD: u32 = 16;
 
 /// `build --board BOARD [APP]`: the build, then esptool's validation of the image
 /// (the first run installs esptool from PyPI).
@@ -50,14 +54,17 @@ pub fn build(name: Option<&str>) -> Result<PathBuf, String> {
     let data = std::fs::read(&elf).map_err(|e| format!("cannot read {}: {e}", elf.display()))?;
     check_elf(&data).map_err(|e| format!("{}: {e}", elf.display()))?;
     if let Some(n) = name {
-        for task in load_app(n)?.on_board(BOARD)?.tasks {
+        let a = load_app(n)?.on_board(BOARD)?;
+        for p in app::place(&a, NVM_SIZE as u32, BOARD)? {
             let t = apps_dir(BOARD)
                 .join(n)
-                .join(&task.name)
-                .join(format!("{}.elf", task.name));
+                .join(&p.task.name)
+                .join(format!("{}.elf", p.task.name));
             let bytes =
                 std::fs::read(&t).map_err(|e| format!("cannot read {}: {e}", t.display()))?;
             check_instructions(&bytes).map_err(|e| format!("{}: {e}", t.display()))?;
+            let end = code_end(&bytes).map_err(|e| format!("{}: {e}", t.display()))?;
+            prefetch_pad_fits(&p.task.name, p.code_base, p.task.code, end)?;
         }
     }
     let (entry, segments) = esp_image::from_elf(&data)?;
@@ -93,6 +100,37 @@ pub fn build(name: Option<&str>) -> Result<PathBuf, String> {
         );
     }
     Ok(bin)
+}
+
+/// One past the last byte of the ELF's executable segments (0 when it has none).
+fn code_end(elf: &[u8]) -> Result<u32, String> {
+    let file = ElfFile32::<Endianness>::parse(elf).map_err(|e| format!("not a 32-bit ELF: {e}"))?;
+    let endian = file.endian();
+    Ok(file
+        .elf_program_headers()
+        .iter()
+        .filter(|ph| ph.p_type(endian) == object::elf::PT_LOAD)
+        .filter(|ph| ph.p_flags(endian).contains(object::elf::PF_X))
+        .map(|ph| ph.p_vaddr(endian) + ph.p_memsz(endian))
+        .max()
+        .unwrap_or(0))
+}
+
+/// Whether task `task`'s code, ending at `end`, leaves [`PREFETCH_PAD`] bytes of its
+/// code region (`len` bytes at `base`) after it.
+pub fn prefetch_pad_fits(task: &str, base: u32, len: u32, end: u32) -> Result<(), String> {
+    let region_end = base as u64 + len as u64;
+    if end as u64 + PREFETCH_PAD as u64 <= region_end {
+        return Ok(());
+    }
+    Err(format!(
+        "task `{task}`: its code ends at {end:#010x}, {} bytes before the end of its code region \
+         ({base:#010x}+{len:#x}); the ESP32-C3 fetches up to {PREFETCH_PAD} bytes past the last \
+         instruction (esp-idf SOC_MEMPROT_CPU_PREFETCH_PAD_SIZE), and those must lie in the task's \
+         own region: give it {} more bytes of code",
+        region_end.saturating_sub(end as u64),
+        end as u64 + PREFETCH_PAD as u64 - region_end
+    ))
 }
 
 fn symbol(elf: &[u8], name: &str) -> Option<u32> {
@@ -404,6 +442,17 @@ fn check_image_info(text: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_s_code_must_leave_the_prefetch_pad_in_its_region() {
+        prefetch_pad_fits("t", 0x403B_8000, 0x1000, 0x403B_8FF0).unwrap();
+        let e = prefetch_pad_fits("t", 0x403B_8000, 0x1000, 0x403B_8FF2).unwrap_err();
+        assert!(
+            e.contains("task `t`") && e.contains("14 bytes before") && e.contains("2 more bytes"),
+            "{e}"
+        );
+        assert!(prefetch_pad_fits("t", 0x403B_8000, 0x1000, 0x403B_9000).is_err());
+    }
 
     #[test]
     fn forbidden_instructions_are_named() {

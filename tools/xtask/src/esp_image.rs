@@ -26,9 +26,9 @@ const WP_PIN_NONE: u8 = 0xEE;
 /// SRAM1 on the data bus, and what the instruction bus adds to reach the same byte.
 pub const DRAM: (u32, u32) = (0x3FC8_0000, 0x3FCE_0000);
 pub const IRAM_ALIAS: u32 = 0x0070_0000;
-/// The ROM loader's stack and data live above this (data-bus address): the image
-/// must stay below it.
-pub const ROM_DATA_START: u32 = 0x3FCD_C710;
+/// The ROM loader's stack and data, the margin esp-idf keeps under them, and the end
+/// of what the ROM loader may place (the board's map says why).
+pub use amber_kernel::board::esp32c3::map::{LOADED_END, ROM_DATA_START, ROM_STACK_MARGIN};
 
 /// A load segment: where it goes and its bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,12 +55,13 @@ fn physical(s: &Segment) -> Result<(u32, u32), String> {
         ));
     };
     let end = base as u64 + len as u64;
-    if end > ROM_DATA_START as u64 {
+    if end > LOADED_END as u64 {
         return Err(format!(
-            "segment at {:#010x} ({bus} bus, {len} bytes) ends {} bytes past {ROM_DATA_START:#010x}, \
-             where the ROM loader keeps its data",
+            "segment at {:#010x} ({bus} bus, {len} bytes) ends {} bytes past {LOADED_END:#010x}: the \
+             ROM loader's stack lies below {ROM_DATA_START:#010x}, and esp-idf keeps \
+             {ROM_STACK_MARGIN:#x} bytes free under it",
             s.addr,
-            end - ROM_DATA_START as u64
+            end - LOADED_END as u64
         ));
     }
     Ok((base, end as u32))
@@ -185,9 +186,13 @@ mod tests {
     fn segments_outside_sram_or_into_rom_data_are_refused_by_how_much() {
         let e = write(0x4038_0000, &[seg(0x4200_0000, &[0; 4])]).unwrap_err();
         assert!(e.contains("neither SRAM1 alias"), "{e}");
-        let e = write(0x4038_0000, &[seg(0x3FCD_C700, &[0; 32])]).unwrap_err();
-        assert!(e.contains("ends 16 bytes past 0x3fcdc710"), "{e}");
-        let e = write(0x4038_0000, &[seg(0x403D_C700, &[0; 32])]).unwrap_err();
+        let e = write(0x4038_0000, &[seg(0x3FCD_A700, &[0; 32])]).unwrap_err();
+        assert!(
+            e.contains("ends 16 bytes past 0x3fcda710") && e.contains("0x2000 bytes free"),
+            "{e}"
+        );
+        write(0x4038_0000, &[seg(0x3FCD_A6F0, &[0; 32])]).unwrap();
+        let e = write(0x4038_0000, &[seg(0x403D_A700, &[0; 32])]).unwrap_err();
         assert!(
             e.contains("instruction bus") && e.contains("16 bytes past"),
             "{e}"

@@ -1,13 +1,16 @@
-//! The ESP32-C3 with an MB85RS4MT FRAM on GP-SPI2 (the vNV-Heap paper's board): the
-//! watchdogs off, the CPU at 160 MHz, UART0 as the ROM left it for the console, SYSTIMER COMP0 for the
-//! tick, the brown-out detector as the power-failure interrupt (or, when the app's
-//! `[esp32c3] power_failure_gpio` names a pin, a falling edge on it from an external
-//! supply comparator), the interrupt matrix
-//! for routing (the C3 has no `mie`/`mip`), vectored mtvec, and the FRAM through amber-fram's `Fram` over embedded-hal-bus's
-//! `ExclusiveDevice` on the `amber-esp32c3` SPI driver. Every register sequence is in
-//! `drivers/esp32c3` (host-tested); this file only wires them to lines and pins. It
-//! must never hold policy. Nothing here has run on hardware yet: `docs/esp32c3.md`
-//! lists what only the board can confirm.
+//! The ESP32-C3 with an MB85RS4MT (or MB85RS4MTY) FRAM on GP-SPI2 (the vNV-Heap
+//! paper's board): the watchdogs off, the CPU at 160 MHz from the BBPLL whatever the
+//! ROM left (the analog I2C writes through the ROM's functions), UART0 on the crystal
+//! for the console, SYSTIMER COMP0 for the tick, the brown-out detector as the
+//! power-failure interrupt (or, when the app's `[esp32c3] power_failure_gpio` names a
+//! pin, a falling edge on it from an external supply comparator), the interrupt matrix
+//! for routing (the C3 has no `mie`/`mip`; whatever the ROM left mapped or enabled is
+//! undone first), vectored mtvec, and the FRAM on the app's pins (the paper's by
+//! default) through amber-fram's `Fram` over embedded-hal-bus's `ExclusiveDevice` on
+//! the `amber-esp32c3` SPI driver. Every register sequence is in `drivers/esp32c3`
+//! (host-tested); this file only wires them to lines and pins. It must never hold
+//! policy. Nothing here has run on hardware yet: `docs/esp32c3.md` lists what only the
+//! board can confirm.
 
 pub mod map;
 
@@ -16,17 +19,18 @@ pub use device::Esp32c3;
 
 #[cfg(target_os = "none")]
 mod device {
-    use super::map::{MAP, PIN_CS, PIN_MISO, PIN_MOSI, PIN_SCK};
-    use crate::app::POWER_FAILURE_GPIO;
+    use super::map::MAP;
+    use crate::app::{FRAM_PINS, POWER_FAILURE_GPIO};
     use crate::arch::TrapVector;
     use crate::board::{Board, Event, MemoryMap};
     use crate::exit::ExitCode;
-    use amber_esp32c3::clock::{self, CpuClock, NotOnPll};
+    use amber_esp32c3::clock::{self, AnalogI2c, ClockError, CpuClock};
     use amber_esp32c3::gpio::{self, OutputPin};
     use amber_esp32c3::intmatrix::{self, Trigger};
     use amber_esp32c3::spi::{Spi2, SpiError};
     use amber_esp32c3::{brownout, systimer, uart, watchdog, Mmio};
-    use amber_fram::{Fram, Part};
+    use amber_fram::id;
+    use amber_fram::Fram;
     use core::fmt;
     use embedded_hal::spi::{Operation, SpiDevice};
     use embedded_hal_bus::spi::{ExclusiveDevice, NoDelay};
@@ -41,16 +45,37 @@ mod device {
     const FIRST_DEVICE_LINE: u32 = 4;
     const PRIORITY: u32 = 1;
     const SPI_HZ: u32 = 40_000_000;
-    /// RDID and what an MB85RS4MT answers (Fujitsu, continuation code, density, 03).
-    const RDID: u8 = 0x9F;
-    const MB85RS4MT_ID: [u8; 4] = [0x04, 0x7F, 0x49, 0x03];
     /// Ctrl-P on the console also raises the power-failure event (as on QEMU), for
     /// bring-up without a bench supply.
     const POWER_FAIL_BYTE: u8 = 0x10;
 
     /// What the switch to 160 MHz found (the clock before it, or why it was not
     /// made), kept from `init_console` until the log can say it.
-    static CLOCK_SWITCH: spin::Mutex<Option<Result<CpuClock, NotOnPll>>> = spin::Mutex::new(None);
+    static CLOCK_SWITCH: spin::Mutex<Option<Result<CpuClock, ClockError>>> = spin::Mutex::new(None);
+
+    unsafe extern "C" {
+        /// The ROM's analog I2C writes (esp-idf `esp32c3.rom.ld`; addresses in
+        /// `link.x`): a whole register, and bits `msb..=lsb` of one.
+        fn rom_i2c_writeReg(block: u8, host: u8, reg: u8, value: u8);
+        fn rom_i2c_writeReg_Mask(block: u8, host: u8, reg: u8, msb: u8, lsb: u8, value: u8);
+    }
+
+    /// The analog I2C bus through the ROM's functions (as esp-idf and esp-hal reach it
+    /// on the C3).
+    struct RomAnalogI2c;
+
+    impl AnalogI2c for RomAnalogI2c {
+        fn write(&mut self, block: u8, host: u8, reg: u8, value: u8) {
+            // SAFETY: a ROM function of every C3 revision; it writes the analog
+            // register named and touches nothing of the kernel's.
+            unsafe { rom_i2c_writeReg(block, host, reg, value) }
+        }
+
+        fn write_mask(&mut self, block: u8, host: u8, reg: u8, msb: u8, lsb: u8, value: u8) {
+            // SAFETY: as in `write`.
+            unsafe { rom_i2c_writeReg_Mask(block, host, reg, msb, lsb, value) }
+        }
+    }
 
     /// The interrupt line each source was given (0: none), owned by this board.
     static LINES: spin::Mutex<[u8; intmatrix::SOURCES as usize]> =
@@ -85,19 +110,28 @@ mod device {
     /// Why the FRAM could not be set up.
     pub enum NvmSetupError {
         Spi(SpiError),
-        /// RDID answered something other than an MB85RS4MT.
+        /// RDID answered something other than a 4 Mbit MB85RS part.
         WrongDevice([u8; 4]),
     }
 
     impl fmt::Display for NvmSetupError {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            let p = FRAM_PINS;
             match self {
                 NvmSetupError::Spi(e) => write!(f, "FRAM on GP-SPI2: {e}"),
-                NvmSetupError::WrongDevice(id) => write!(
-                    f,
-                    "no MB85RS4MT on GP-SPI2 (SCK GPIO{PIN_SCK}, MISO GPIO{PIN_MISO}, MOSI GPIO{PIN_MOSI}, \
-                     CS GPIO{PIN_CS}): RDID gave {id:02x?}, expected {MB85RS4MT_ID:02x?}"
-                ),
+                NvmSetupError::WrongDevice(found) => {
+                    write!(
+                        f,
+                        "no MB85RS4MT on GP-SPI2 (SCK GPIO{}, MISO GPIO{}, MOSI GPIO{}, CS \
+                         GPIO{}): RDID gave {found:02x?}, expected",
+                        p.sck, p.miso, p.mosi, p.cs
+                    )?;
+                    for (i, c) in id::KNOWN.iter().enumerate() {
+                        let or = if i == 0 { "" } else { " or" };
+                        write!(f, "{or} {:02x?} ({})", c.id, c.name)?;
+                    }
+                    Ok(())
+                }
             }
         }
     }
@@ -132,13 +166,13 @@ mod device {
         }
 
         /// First of all: the watchdogs the ROM left running go off (nothing else feeds
-        /// them), the CPU goes to 160 MHz (APB, so UART0's baud rate and the SPI
-        /// clock, stay at 80 MHz), and the cycle counter starts. UART0 needs nothing
-        /// else: the ROM set it up.
+        /// them), the CPU goes to 160 MHz from the BBPLL (UART0 first onto the
+        /// crystal, so the console keeps its 115200 baud; APB, and so the SPI clock,
+        /// at 80 MHz), and the cycle counter starts.
         fn init_console() {
             let mut r = regs();
             watchdog::disable_all(&mut r);
-            *CLOCK_SWITCH.lock() = Some(clock::switch_to_160mhz(&mut r));
+            *CLOCK_SWITCH.lock() = Some(clock::raise_to_160mhz(&mut r, &mut RomAnalogI2c));
             start_cycle_counter();
         }
 
@@ -147,8 +181,8 @@ mod device {
             &[]
         }
 
-        /// Routes the SPI pins, sets GP-SPI2 to mode 0 at 40 MHz and checks the FRAM's
-        /// device ID before handing it out.
+        /// Routes the app's SPI pins, sets GP-SPI2 to mode 0 at 40 MHz and checks the
+        /// FRAM's device ID before handing it out.
         fn nvm() -> Result<Fram<FramBus>, NvmSetupError> {
             let mut r = regs();
             match CLOCK_SWITCH.lock().take() {
@@ -158,27 +192,34 @@ mod device {
                 Some(Err(e)) => log::warn!("CPU clock: {e}"),
                 None => {}
             }
-            // The pins are fixed constants below PINS: routing cannot fail.
-            let routed = gpio::route_output(&mut r, PIN_SCK, gpio::FSPICLK_OUT)
-                .and_then(|()| gpio::route_output(&mut r, PIN_MOSI, gpio::FSPID_OUT))
-                .and_then(|()| gpio::route_input(&mut r, PIN_MISO, gpio::FSPIQ_IN));
-            let cs = routed.and_then(|()| OutputPin::new(regs(), PIN_CS));
+            let p = FRAM_PINS;
+            // xtask refused pins the C3 lacks (map::pins_refusal): routing cannot fail.
+            let routed = gpio::route_output(&mut r, p.sck, gpio::FSPICLK_OUT)
+                .and_then(|()| gpio::route_output(&mut r, p.mosi, gpio::FSPID_OUT))
+                .and_then(|()| gpio::route_input(&mut r, p.miso, gpio::FSPIQ_IN));
+            let cs = routed.and_then(|()| OutputPin::new(regs(), p.cs));
             let Ok(cs) = cs else {
-                unreachable!("GPIO{PIN_SCK}, {PIN_MOSI}, {PIN_MISO}, {PIN_CS} exist on the C3")
+                unreachable!("the FRAM's pins exist on the C3 (xtask checked them)")
             };
             let spi = Spi2::new(regs(), SPI_HZ);
             log::debug!("GP-SPI2 at {} Hz", spi.hz());
             let Ok(mut dev) = ExclusiveDevice::new_no_delay(spi, cs);
-            let mut id = [0u8; 4];
-            dev.transaction(&mut [Operation::Write(&[RDID]), Operation::Read(&mut id)])
+            let mut found = [0u8; 4];
+            dev.transaction(&mut [Operation::Write(&[id::RDID]), Operation::Read(&mut found)])
                 .map_err(|e| match e {
                     embedded_hal_bus::spi::DeviceError::Spi(e) => NvmSetupError::Spi(e),
                     embedded_hal_bus::spi::DeviceError::Cs(never) => match never {},
                 })?;
-            if id != MB85RS4MT_ID {
-                return Err(NvmSetupError::WrongDevice(id));
-            }
-            Ok(Fram::new(dev, Part::MB85RS4MT))
+            let chip = id::identify(found).ok_or(NvmSetupError::WrongDevice(found))?;
+            log::info!(
+                "FRAM: {} on GP-SPI2 (SCK GPIO{}, MISO GPIO{}, MOSI GPIO{}, CS GPIO{})",
+                chip.name,
+                p.sck,
+                p.miso,
+                p.mosi,
+                p.cs
+            );
+            Ok(Fram::new(dev, chip.part))
         }
 
         /// The FRAM is on GP-SPI2: every byte the driver clocked. (That the NVM is on a
@@ -188,19 +229,23 @@ mod device {
             Some(nvm.stats().wire_bytes)
         }
 
-        /// The 10 ms SYSTIMER tick on line 1, UART0's receive interrupt on line 2 and
-        /// the power failure on line 3: the brown-out detector (its resets off), or a
-        /// falling edge on the app's comparator GPIO (the brown-out detector then left
-        /// as the ROM set it); all level-triggered, then `mstatus.MIE`.
+        /// Whatever the ROM left in the interrupt matrix undone (every source
+        /// unmapped, every line disabled, pending edges cleared), then the 10 ms
+        /// SYSTIMER tick on line 1, UART0's receive interrupt on line 2 and the power
+        /// failure on line 3: the brown-out detector (its resets off), or a falling
+        /// edge on the app's comparator GPIO (the brown-out detector then left as the
+        /// ROM set it); each device's one interrupt the only one it has enabled, all
+        /// level-triggered; the matrix's writes fenced, then `mstatus.MIE`.
         fn start_interrupts() {
             let mut r = regs();
+            intmatrix::reset(&mut r);
             let Ok(()) = systimer::start_periodic(&mut r, TICK_PERIOD) else {
                 unreachable!("a 10 ms period fits SYSTIMER's 26 bits")
             };
             uart::enable_rx_interrupt(&mut r);
             let power_fail_source = match POWER_FAILURE_GPIO {
                 Some(pin) => {
-                    // xtask refused pins the C3 lacks (map::power_failure_pin_refusal).
+                    // xtask refused pins the C3 lacks (map::pins_refusal).
                     if gpio::enable_falling_edge_interrupt(&mut r, pin).is_err() {
                         unreachable!("GPIO{pin} exists on the C3");
                     }
@@ -237,8 +282,9 @@ mod device {
             let mut r = regs();
             match cause {
                 TICK_LINE => {
-                    systimer::clear_tick(&mut r);
-                    event(Event::Tick)
+                    if systimer::take_tick(&mut r) {
+                        event(Event::Tick)
+                    }
                 }
                 UART_LINE => {
                     while let Some(byte) = uart::read_byte(&mut r) {
